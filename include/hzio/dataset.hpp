@@ -1,0 +1,117 @@
+// hzio::Dataset: create, open, write and read an IDX dataset from one process.
+// Public C++ API. Coordinates and extents are x first; arrays are dense and x-fastest (C order [z][y][x]).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hzio/status.hpp"
+#include "hzio/types.hpp"
+
+namespace hzio {
+
+// One field of a new dataset.
+struct FieldSpec {
+  std::string name;
+  DType dtype;
+  std::string codec = "raw";          // "raw", "zip", "lz4", "zfp-<enc>-<dec>" (see docs/format.md)
+  Layout layout = Layout::kHzOrder;   // storage order of new blocks
+  double default_value = 0;           // value of samples never written
+};
+
+struct CreateOptions {
+  std::vector<int64_t> dims;          // x first; 1 to 3 entries
+  std::vector<FieldSpec> fields;
+  std::string bitmask;                // "" = the OpenVisus default for dims
+  int bits_per_block = 0;             // 0 = min(max level, 16)
+  int64_t blocks_per_file = 0;        // 0 = as many as fit in 128 MiB
+  std::vector<int64_t> times;         // empty = one timestep 0 and no time directory
+  std::string time_template = "time_%04d/";
+  bool overwrite = false;             // replace an existing dataset at the path
+};
+
+struct OpenOptions {
+  bool writable = false;
+  bool durable = true;                // fsync data files and the .idx at commit
+  int threads = 0;                    // encode/decode threads; 0 = hardware concurrency
+  size_t cache_bytes = size_t{256} << 20;  // bound on partially written blocks held in memory
+};
+
+class Dataset {
+ public:
+  // Local. Creates the dataset (.idx written at once, no data). Errors: kInvalidArgument (bad dims,
+  // fields, codec), kFormat (bitmask too short), kIo; kInvalidArgument if it exists and !overwrite.
+  static Result<std::unique_ptr<Dataset>> create(const std::string& path, const CreateOptions& options,
+                                                 const OpenOptions& open_options = {});
+  // Local. Opens an existing dataset. Errors: kNotFound, kFormat, kUnsupported, kIo.
+  static Result<std::unique_ptr<Dataset>> open(const std::string& path, const OpenOptions& options = {});
+  // Commits pending writes (errors are lost: call close() to see them).
+  ~Dataset();
+
+  // Metadata, Local.
+  const std::string& path() const;
+  int ndim() const;
+  Point dims() const;                           // x first, unused axes 1
+  const std::vector<FieldSpec>& fields() const;
+  std::vector<int64_t> times() const;
+  int max_level() const;
+  const std::string& bitmask() const;
+  int bits_per_block() const;
+  int64_t blocks_per_file() const;
+  int64_t block_count() const;
+  // Local. The grid that read_box(box, level) fills; errors as read_box's argument checks.
+  Result<SampleGrid> level_grid(const Box& box, int level) const;
+
+  // Local. Writes a dense array (x fastest) covering `box`, which must lie inside the dataset.
+  // Copies from `data` before returning. Partial blocks merge with what is stored. The data is visible
+  // to reads at once and durable after flush()/close(). A new timestep is added to the .idx at commit.
+  // Errors: kInvalidArgument (box, size, unknown field, read-only), kIo, kCorrupt (a stored block
+  // that must be merged is corrupt).
+  Status write_box(const Box& box, std::string_view field, int64_t time, const void* data, size_t size_bytes);
+
+  // Local. Reads the samples of levels 0..level inside `box` into `out` (level_grid(box, level) shape,
+  // x fastest); level -1 means max_level(). Missing blocks read as the field's default value.
+  // Errors: kInvalidArgument, kNotFound (field, time), kCorrupt (a block that cannot be decoded,
+  // naming the file and block), kIo.
+  Status read_box(const Box& box, int level, std::string_view field, int64_t time, void* out, size_t out_bytes,
+                  ReadReport* report = nullptr);
+
+  // Local. Commits: writes pending blocks, makes the data files durable, then replaces the .idx
+  // atomically. Errors: kIo (nothing committed after the failing file; committed data stays intact).
+  Status flush();
+  // Local. flush() and release files. Further calls fail with kInvalidArgument.
+  Status close();
+
+  class Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  explicit Dataset(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Reads one box coarse to fine; each step reads only blocks no earlier step read.
+class ProgressiveRead {
+ public:
+  // Local. `levels` ascending, each in [0, max_level]. The dataset must outlive this object.
+  static Result<std::unique_ptr<ProgressiveRead>> start(Dataset& dataset, const Box& box, std::string_view field,
+                                                        int64_t time, std::vector<int> levels);
+  ~ProgressiveRead();
+  bool done() const;
+  // Local. The next level and its grid.
+  int next_level() const;
+  Result<SampleGrid> next_grid() const;
+  // Local. Fills `out` (next_grid() shape) with the next level, reusing the previous step's samples.
+  Status next(void* out, size_t out_bytes, ReadReport* report = nullptr);
+
+  class Impl;
+
+ private:
+  explicit ProgressiveRead(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hzio

@@ -1,0 +1,69 @@
+// Block decode/encode and layout conversion (docs/format.md "Block payload").
+#include "core/block_codec.hpp"
+
+#include <cstring>
+
+#include "format/block_header.hpp"
+#include "hzorder/block_copy.hpp"
+
+namespace hzio::core {
+
+hzorder::Run block_grid(const hzorder::HzSpace& space, uint64_t block) {
+  return space.block_runs(block, Layout::kRowMajor)[0];
+}
+
+Result<Layout> load_block(const BlockLocation& where, const FieldCoding& field, const hzorder::HzSpace& space,
+                          int ndim, uint64_t block, std::vector<std::byte>& scratch, std::span<std::byte> out,
+                          ReadReport* report) {
+  const auto& e = where.entry;
+  const Layout layout = (e.flags & format::kFlagRowMajor) ? Layout::kRowMajor : Layout::kHzOrder;
+  auto kind = codec::codec_kind_from_flags(e.flags);
+  auto where_text = [&] { return "file " + where.file->path() + ": block " + std::to_string(block) + ": "; };
+  if (!kind.is_ok()) return corrupt(where_text() + kind.status().message());
+  if (report) report->bytes_read += e.size;
+  if (kind.value() == codec::CodecKind::kRaw) {
+    if (e.size != out.size()) {
+      return corrupt(where_text() + "raw payload has " + std::to_string(e.size) + " bytes, expected " +
+                     std::to_string(out.size()));
+    }
+    HZIO_RETURN_IF_ERROR(where.file->read_at(e.offset, out));
+    return layout;
+  }
+  scratch.resize(e.size);
+  HZIO_RETURN_IF_ERROR(where.file->read_at(e.offset, scratch));
+  const hzorder::Run grid = block_grid(space, block);
+  Status s = codec::decode_block(kind.value(), field.codec, field.dtype, ndim, {grid.ns[0], grid.ns[1], grid.ns[2]},
+                                 scratch, out);
+  if (!s.is_ok()) return Status(s.code(), where_text() + s.message());
+  return layout;
+}
+
+void convert_layout(const hzorder::HzSpace& space, uint64_t block, Layout from, std::span<const std::byte> in,
+                    std::span<std::byte> out, size_t sample_bytes) {
+  // The row-major block is a dense array of the block grid, so converting is one kernel pass.
+  const hzorder::Run grid = block_grid(space, block);
+  const Box all{{0, 0, 0}, {int64_t{1} << 62, int64_t{1} << 62, int64_t{1} << 62}};
+  if (from == Layout::kRowMajor) {
+    hzorder::ArrayView view{const_cast<std::byte*>(in.data()), {grid.p0, grid.delta, grid.ns}, sample_bytes};
+    for (const auto& run : space.block_runs(block, Layout::kHzOrder))
+      hzorder::copy_run(run, all, out.data(), view, hzorder::Direction::kArrayToBlock);
+  } else {
+    hzorder::ArrayView view{out.data(), {grid.p0, grid.delta, grid.ns}, sample_bytes};
+    for (const auto& run : space.block_runs(block, Layout::kHzOrder))
+      hzorder::copy_run(run, all, const_cast<std::byte*>(in.data()), view, hzorder::Direction::kBlockToArray);
+  }
+}
+
+Result<uint32_t> encode_block(const FieldCoding& field, const hzorder::HzSpace& space, int ndim, uint64_t block,
+                              std::span<const std::byte> raw, std::vector<std::byte>& payload) {
+  uint32_t flags = static_cast<uint32_t>(field.codec.kind) | (field.layout == Layout::kRowMajor ? format::kFlagRowMajor : 0);
+  if (field.codec.kind == codec::CodecKind::kRaw) {
+    payload.assign(raw.begin(), raw.end());
+    return flags;
+  }
+  const hzorder::Run grid = block_grid(space, block);
+  HZIO_RETURN_IF_ERROR(codec::encode_block(field.codec, field.dtype, ndim, {grid.ns[0], grid.ns[1], grid.ns[2]}, raw, payload));
+  return flags;
+}
+
+}  // namespace hzio::core

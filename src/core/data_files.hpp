@@ -1,0 +1,71 @@
+// The data files of one dataset: cached header tables for reads, and per-file write logs that
+// commit atomically (docs/design/commit.md). Layer: core.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "format/block_header.hpp"
+#include "format/idx_file.hpp"
+#include "hzio/status.hpp"
+#include "hzio/types.hpp"
+#include "io/posix_file.hpp"
+
+namespace hzio::core {
+
+// Where to read one stored block from.
+struct BlockLocation {
+  format::BlockEntry entry;
+  std::shared_ptr<const io::File> file;
+};
+
+class DataFiles {
+ public:
+  DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable);
+  ~DataFiles();
+
+  // Local, thread-safe. The stored block (uncommitted writes first), or nullopt if it is missing
+  // (entry zero or file absent). Counts opened files and header bytes in `report`.
+  // Errors: kCorrupt (bad header table, naming the file), kIo.
+  Result<std::optional<BlockLocation>> locate(int field, int64_t time, uint64_t block, ReadReport* report);
+
+  // Local, not thread-safe. Appends a payload for (field, time, block) to its file's write log.
+  Status append(int field, int64_t time, uint64_t block, std::span<const std::byte> payload, uint32_t flags);
+
+  // Local. Makes every written file final: each is rebuilt in canonical order (header, then payloads
+  // by field and slot) when needed, synced if durable, and renamed over the old file.
+  Status commit();
+  // Local. Drops uncommitted logs.
+  void abort();
+  bool has_pending() const { return !pending_.empty(); }
+  // Local. Forgets cached header tables (after the files changed on disk).
+  void forget_stored();
+
+  // Local. The path of the file holding `block` at `time`.
+  Result<std::string> file_path(int64_t time, uint64_t block) const;
+
+ private:
+  struct Stored;
+  struct Pending;
+  using Key = std::pair<int64_t, uint64_t>;  // time, first block of the file
+
+  Result<Stored*> stored(const Key& key, ReadReport* report);
+  Result<Pending*> pending(const Key& key);
+  Status finish(const Key& key, Pending& p);
+  Status rebuild(const Key& key, Pending& p, Stored* old);
+
+  const format::IdxFile* idx_;
+  std::string idx_dir_;
+  bool durable_;
+  std::mutex mutex_;
+  std::map<Key, std::unique_ptr<Stored>> stored_;
+  std::map<Key, std::unique_ptr<Pending>> pending_;
+};
+
+}  // namespace hzio::core

@@ -1,0 +1,252 @@
+// hzio::Dataset lifecycle: create, open, metadata, flush and close (include/hzio/dataset.hpp).
+#include <algorithm>
+#include <cctype>
+
+#include "core/dataset_impl.hpp"
+#include "hzorder/block_copy.hpp"
+#include "io/posix_file.hpp"
+
+namespace hzio {
+
+Dataset::Impl::Impl(std::string path, format::IdxFile idx, const OpenOptions& options)
+    : path_(std::move(path)), dir_(io::parent_dir(path_)), idx_(std::move(idx)), options_(options),
+      pool_(options.threads) {
+  space_ = std::make_unique<hzorder::HzSpace>(idx_.bitmask, idx_.bits_per_block);
+  files_ = std::make_unique<core::DataFiles>(&idx_, dir_, options_.durable);
+}
+
+Status Dataset::Impl::init_fields() {
+  for (const auto& f : idx_.fields) {
+    auto spec = codec::CodecSpec::parse(f.compression);
+    if (!spec.is_ok()) return format_error("file " + path_ + ": field '" + f.name + "': " + spec.status().message());
+    coding_.push_back({f.dtype, spec.value(), f.layout, f.default_value});
+    field_specs_.push_back({f.name, f.dtype, spec.value().to_string().empty() ? "raw" : spec.value().to_string(),
+                            f.layout, f.default_value});
+  }
+  return Status::ok();
+}
+
+Status Dataset::Impl::check_field_time(std::string_view field, int64_t time, bool for_write, int& index) const {
+  if (closed_) return invalid_argument("dataset " + path_ + " is closed");
+  index = field.empty() ? 0 : idx_.field_index(field);
+  if (index < 0) return not_found("dataset " + path_ + " has no field '" + std::string(field) + "'");
+  const bool templated = idx_.time.declared && !idx_.time.template_text.empty();
+  if (for_write) {
+    if (!options_.writable) return invalid_argument("dataset " + path_ + " is open read-only");
+    if (!templated && time != 0) {
+      return invalid_argument("dataset " + path_ + " has a single timestep 0 (create it with times= to write timestep " +
+                              std::to_string(time) + ")");
+    }
+    if (time < 0) return invalid_argument("timestep " + std::to_string(time) + " is negative");
+    return Status::ok();
+  }
+  if (!idx_.time.contains(time) && !new_times_.count(time)) {
+    return not_found("dataset " + path_ + " has no timestep " + std::to_string(time));
+  }
+  return Status::ok();
+}
+
+Status Dataset::Impl::check_box(const Box& box, const char* what) const {
+  if (box.empty() || !idx_.box.contains(box)) {
+    return invalid_argument(std::string(what) + " box " + box.to_string() + " is empty or not inside the dataset box " +
+                            idx_.box.to_string());
+  }
+  return Status::ok();
+}
+
+Status Dataset::Impl::commit() {
+  HZIO_RETURN_IF_ERROR(flush_dirty());
+  const bool new_time = !new_times_.empty();
+  if (!files_->has_pending() && !new_time) return Status::ok();
+  HZIO_RETURN_IF_ERROR(files_->commit());
+  if (new_time) {
+    std::vector<int64_t> all = idx_.time.list();
+    all.insert(all.end(), new_times_.begin(), new_times_.end());
+    format::IdxFile next = idx_;
+    next.time.set(all);
+    HZIO_RETURN_IF_ERROR(io::replace_file_atomically(path_, next.to_text(), options_.durable));
+    idx_.time = next.time;
+    new_times_.clear();
+  }
+  return Status::ok();
+}
+
+namespace {
+
+Status check_create(const CreateOptions& o) {
+  if (o.dims.empty() || o.dims.size() > static_cast<size_t>(kMaxDims)) {
+    return invalid_argument("a dataset has 1 to 3 dimensions, got " + std::to_string(o.dims.size()));
+  }
+  for (int64_t d : o.dims) {
+    if (d < 1 || d > (int64_t{1} << 40)) return invalid_argument("dimension " + std::to_string(d) + " out of range");
+  }
+  if (o.fields.empty()) return invalid_argument("a dataset needs at least one field");
+  for (size_t i = 0; i < o.fields.size(); ++i) {
+    const auto& name = o.fields[i].name;
+    if (name.empty() || std::any_of(name.begin(), name.end(), [](char c) {
+          return std::isspace(static_cast<unsigned char>(c)) || c == '+' || c == '(' || c == ')';
+        })) {
+      return invalid_argument("field name '" + name + "' is empty or has spaces, '+' or parentheses");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (o.fields[j].name == name) return invalid_argument("field '" + name + "' is given twice");
+    }
+  }
+  return Status::ok();
+}
+
+Result<format::IdxFile> idx_for(const std::string& path, const CreateOptions& o) {
+  HZIO_RETURN_IF_ERROR(check_create(o));
+  format::IdxFile idx;
+  const int ndim = static_cast<int>(o.dims.size());
+  Point dims{1, 1, 1};
+  for (int a = 0; a < ndim; ++a) dims[a] = o.dims[a];
+  if (o.bitmask.empty()) {
+    idx.bitmask = format::Bitmask::default_for(dims, ndim);
+  } else {
+    auto b = format::Bitmask::parse(o.bitmask);
+    if (!b.is_ok()) return invalid_argument(b.status().message());
+    idx.bitmask = b.value();
+    HZIO_RETURN_IF_ERROR(idx.bitmask.check_covers(dims));
+    if (idx.bitmask.pdim() != ndim) {
+      return invalid_argument("bitmask " + o.bitmask + " names " + std::to_string(idx.bitmask.pdim()) +
+                              " axes but the dataset has " + std::to_string(ndim));
+    }
+  }
+  idx.ndim = ndim;
+  idx.box.hi = dims;
+  for (const auto& f : o.fields) {
+    auto spec = codec::CodecSpec::parse(f.codec == "raw" ? "" : f.codec);
+    if (!spec.is_ok()) return invalid_argument("field '" + f.name + "': " + spec.status().message());
+    format::FieldDesc d;
+    d.name = f.name;
+    d.dtype = f.dtype;
+    d.compression = spec.value().to_string();
+    d.layout = f.layout;
+    d.default_value = f.default_value;
+    idx.fields.push_back(d);
+  }
+  const int maxh = idx.bitmask.max_level();
+  if (o.bits_per_block < 0 || o.bits_per_block > maxh) {
+    return invalid_argument("bits_per_block " + std::to_string(o.bits_per_block) + " not in [1, " + std::to_string(maxh) + "]");
+  }
+  idx.bits_per_block = o.bits_per_block;
+  if (o.blocks_per_file < -1) return invalid_argument("blocks_per_file must be positive, 0 (default) or -1 (one file)");
+  idx.blocks_per_file = o.blocks_per_file;
+  if (!o.times.empty()) {
+    idx.time.template_text = o.time_template;
+    idx.time.set(o.times);
+    if (o.times.front() < 0 || *std::min_element(o.times.begin(), o.times.end()) < 0) {
+      return invalid_argument("timesteps must be non-negative");
+    }
+  }
+  HZIO_RETURN_IF_ERROR(idx.validate(path));
+  return idx;
+}
+
+}  // namespace
+
+Dataset::Dataset(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Dataset::~Dataset() {
+  if (impl_ && !impl_->closed_) (void)close();
+}
+
+Result<std::unique_ptr<Dataset>> Dataset::create(const std::string& path_in, const CreateOptions& options,
+                                                 const OpenOptions& open_options) {
+  const std::string path = io::absolute_path(path_in);
+  HZIO_ASSIGN_OR_RETURN(format::IdxFile idx, idx_for(path, options));
+  if (io::file_exists(path)) {
+    if (!options.overwrite) return invalid_argument("dataset " + path + " exists (pass overwrite to replace it)");
+    std::string data_dir = path.substr(0, path.size() - (path.ends_with(".idx") ? 4 : 0));
+    if (idx.filename_template.rfind("./" + data_dir.substr(data_dir.find_last_of('/') + 1) + "/", 0) == 0) {
+      HZIO_RETURN_IF_ERROR(io::remove_tree(data_dir));
+    }
+  }
+  HZIO_RETURN_IF_ERROR(io::make_dirs(io::parent_dir(path)));
+  HZIO_RETURN_IF_ERROR(io::replace_file_atomically(path, idx.to_text(), open_options.durable));
+  OpenOptions o = open_options;
+  o.writable = true;
+  auto impl = std::make_unique<Impl>(path, std::move(idx), o);
+  HZIO_RETURN_IF_ERROR(impl->init_fields());
+  return std::unique_ptr<Dataset>(new Dataset(std::move(impl)));
+}
+
+Result<std::unique_ptr<Dataset>> Dataset::open(const std::string& path_in, const OpenOptions& options) {
+  const std::string path = io::absolute_path(path_in);
+  HZIO_ASSIGN_OR_RETURN(std::string text, io::read_text_file(path));
+  HZIO_ASSIGN_OR_RETURN(format::IdxFile idx, format::IdxFile::parse(text, path));
+  auto impl = std::make_unique<Impl>(path, std::move(idx), options);
+  HZIO_RETURN_IF_ERROR(impl->init_fields());
+  return std::unique_ptr<Dataset>(new Dataset(std::move(impl)));
+}
+
+const std::string& Dataset::path() const { return impl_->path_; }
+int Dataset::ndim() const { return impl_->idx_.ndim; }
+Point Dataset::dims() const { return impl_->idx_.box.hi; }
+const std::vector<FieldSpec>& Dataset::fields() const { return impl_->field_specs_; }
+int Dataset::max_level() const { return impl_->idx_.bitmask.max_level(); }
+const std::string& Dataset::bitmask() const { return impl_->idx_.bitmask.text(); }
+int Dataset::bits_per_block() const { return impl_->idx_.bits_per_block; }
+int64_t Dataset::blocks_per_file() const { return impl_->idx_.blocks_per_file; }
+int64_t Dataset::block_count() const { return impl_->idx_.total_blocks(); }
+
+std::vector<int64_t> Dataset::times() const {
+  std::vector<int64_t> t = impl_->idx_.time.list();
+  t.insert(t.end(), impl_->new_times_.begin(), impl_->new_times_.end());
+  std::sort(t.begin(), t.end());
+  t.erase(std::unique(t.begin(), t.end()), t.end());
+  return t;
+}
+
+Result<SampleGrid> Dataset::level_grid(const Box& box, int level) const {
+  if (level < 0) level = max_level();
+  if (level > max_level()) return invalid_argument("level " + std::to_string(level) + " above max level " + std::to_string(max_level()));
+  HZIO_RETURN_IF_ERROR(impl_->check_box(box, "read"));
+  return impl_->space_->grid_in_box(box, level);
+}
+
+Status Dataset::write_box(const Box& box, std::string_view field, int64_t time, const void* data, size_t size_bytes) {
+  int f = 0;
+  HZIO_RETURN_IF_ERROR(impl_->check_field_time(field, time, true, f));
+  HZIO_RETURN_IF_ERROR(impl_->check_box(box, "write"));
+  const size_t want = static_cast<size_t>(box.sample_count()) * impl_->coding_[f].dtype.bytes();
+  if (size_bytes != want) {
+    return invalid_argument("write of box " + box.to_string() + " to field '" + impl_->idx_.fields[f].name + "' needs " +
+                            std::to_string(want) + " bytes of " + impl_->coding_[f].dtype.to_string() + ", got " +
+                            std::to_string(size_bytes));
+  }
+  return impl_->write_box(box, f, time, static_cast<const std::byte*>(data));
+}
+
+Status Dataset::read_box(const Box& box, int level, std::string_view field, int64_t time, void* out, size_t out_bytes,
+                         ReadReport* report) {
+  int f = 0;
+  HZIO_RETURN_IF_ERROR(impl_->check_field_time(field, time, false, f));
+  HZIO_ASSIGN_OR_RETURN(SampleGrid grid, level_grid(box, level));
+  const size_t want = static_cast<size_t>(grid.sample_count()) * impl_->coding_[f].dtype.bytes();
+  if (out_bytes != want) {
+    return invalid_argument("read output needs " + std::to_string(want) + " bytes, got " + std::to_string(out_bytes));
+  }
+  ReadReport local;
+  auto* o = static_cast<std::byte*>(out);
+  hzorder::fill_samples(o, static_cast<size_t>(grid.sample_count()), impl_->coding_[f].dtype, impl_->coding_[f].default_value);
+  Status s = impl_->read_box(box, level < 0 ? max_level() : level, 0, f, time, o, report ? report : &local, nullptr);
+  return s;
+}
+
+Status Dataset::flush() {
+  if (impl_->closed_) return invalid_argument("dataset " + impl_->path_ + " is closed");
+  if (!impl_->options_.writable) return Status::ok();
+  return impl_->commit();
+}
+
+Status Dataset::close() {
+  if (impl_->closed_) return invalid_argument("dataset " + impl_->path_ + " is closed");
+  Status s = impl_->options_.writable ? impl_->commit() : Status::ok();
+  if (!s.is_ok()) impl_->files_->abort();
+  impl_->closed_ = true;
+  return s;
+}
+
+}  // namespace hzio

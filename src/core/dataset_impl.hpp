@@ -1,0 +1,63 @@
+// Dataset::Impl: the state behind hzio::Dataset (metadata, data files, dirty partial blocks, pool).
+// Layer: core. Split over dataset.cpp (lifecycle), write_path.cpp, read_path.cpp, progressive_read.cpp.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/block_codec.hpp"
+#include "core/data_files.hpp"
+#include "format/idx_file.hpp"
+#include "hzio/dataset.hpp"
+#include "hzorder/hz_space.hpp"
+#include "util/thread_pool.hpp"
+
+namespace hzio {
+
+// Decoded blocks a progressive read keeps so that no later step reads them again.
+struct DecodedBlocks {
+  std::map<uint64_t, std::pair<Layout, std::vector<std::byte>>> blocks;
+};
+
+class Dataset::Impl {
+ public:
+  Impl(std::string path, format::IdxFile idx, const OpenOptions& options);
+
+  // The per-field coding, from the .idx field options.
+  Status init_fields();
+  Status check_field_time(std::string_view field, int64_t time, bool for_write, int& field_index) const;
+  Status check_box(const Box& box, const char* what) const;
+
+  Status write_box(const Box& box, int field, int64_t time, const std::byte* data);
+  // Reads the samples of levels [min_level, level] inside box into out (grid_in_box(box, level)).
+  // Samples of other levels are left as they are. `keep` (optional) caches decoded block 0.
+  Status read_box(const Box& box, int level, int min_level, int field, int64_t time, std::byte* out,
+                  ReadReport* report, DecodedBlocks* keep);
+  Status flush_dirty();
+  Status commit();
+
+  std::string path_;
+  std::string dir_;
+  format::IdxFile idx_;
+  std::unique_ptr<hzorder::HzSpace> space_;
+  std::vector<FieldSpec> field_specs_;
+  std::vector<core::FieldCoding> coding_;
+  OpenOptions options_;
+  std::unique_ptr<core::DataFiles> files_;
+  util::ThreadPool pool_;
+  bool closed_ = false;
+  std::set<int64_t> new_times_;
+
+  // Partially written blocks, decoded in the field's layout, keyed by (field, time, block).
+  std::map<std::tuple<int, int64_t, uint64_t>, std::vector<std::byte>> dirty_;
+  size_t dirty_bytes_ = 0;
+
+  size_t block_bytes(int field) const { return static_cast<size_t>(idx_.samples_per_block()) * coding_[field].dtype.bytes(); }
+  std::vector<uint64_t> blocks_for(const Box& box, int min_level, int max_level) const;
+};
+
+}  // namespace hzio

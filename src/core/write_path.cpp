@@ -1,0 +1,136 @@
+// Writing a box: encode the blocks it covers whole, merge the ones it covers in part (docs/design/write-path.md).
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+#include "core/dataset_impl.hpp"
+#include "hzorder/block_copy.hpp"
+
+namespace hzio {
+namespace {
+
+using hzorder::ArrayView;
+using hzorder::Direction;
+using hzorder::Run;
+
+// Counts a block's samples inside `box` (exact, over its per-level runs).
+int64_t samples_in(const hzorder::HzSpace& space, uint64_t block, const Box& box) {
+  int64_t n = 0;
+  Point lo, hi;
+  for (const Run& r : space.block_runs(block, Layout::kHzOrder)) {
+    if (hzorder::run_range_in_box(r, box, lo, hi)) n += (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
+  }
+  return n;
+}
+
+void copy_into_block(const hzorder::HzSpace& space, uint64_t block, Layout layout, const Box& box,
+                     const ArrayView& src, std::byte* buffer) {
+  for (const Run& r : space.block_runs(block, layout)) hzorder::copy_run(r, box, buffer, src, Direction::kArrayToBlock);
+}
+
+}  // namespace
+
+std::vector<uint64_t> Dataset::Impl::blocks_for(const Box& box, int min_level, int max_level) const {
+  std::vector<uint64_t> blocks;
+  const int bpb = idx_.bits_per_block;
+  if (min_level <= bpb) space_->blocks_in_box(box, std::min(max_level, bpb), blocks);
+  for (int h = std::max(bpb + 1, min_level); h <= max_level; ++h) space_->blocks_in_box(box, h, blocks);
+  return blocks;
+}
+
+Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const std::byte* data) {
+  const core::FieldCoding& fc = coding_[field];
+  const size_t bytes = block_bytes(field);
+  const int64_t per_block = idx_.samples_per_block();
+  Point extent{box.extent(0), box.extent(1), box.extent(2)};
+  const ArrayView src{const_cast<std::byte*>(data), {box.lo, {1, 1, 1}, extent}, fc.dtype.bytes()};
+  const std::vector<uint64_t> blocks = blocks_for(box, 0, idx_.bitmask.max_level());
+  if (time != 0 || (idx_.time.declared && !idx_.time.template_text.empty())) {
+    if (!idx_.time.contains(time)) new_times_.insert(time);
+  }
+
+  // Batches bound the memory of encoded blocks; inside a batch the pool encodes in parallel and the
+  // payloads are appended in block order, which keeps the data file canonical.
+  const size_t batch = std::max<size_t>(static_cast<size_t>(pool_.size()) * 2, (size_t{32} << 20) / bytes);
+  std::vector<std::vector<std::byte>> raw(std::min(batch, blocks.size())), payload(raw.size());
+  std::vector<uint32_t> flags(raw.size());
+  std::vector<char> partial(raw.size());
+  std::vector<Status> errors(raw.size());
+  for (size_t start = 0; start < blocks.size(); start += batch) {
+    const size_t n = std::min(batch, blocks.size() - start);
+    pool_.parallel_for(n, [&](size_t i) {
+      const uint64_t b = blocks[start + i];
+      errors[i] = Status::ok();
+      auto key = std::make_tuple(field, time, b);
+      if (auto it = dirty_.find(key); it != dirty_.end()) {
+        copy_into_block(*space_, b, fc.layout, box, src, it->second.data());
+        partial[i] = 2;  // merged into a held block
+        return;
+      }
+      raw[i].resize(bytes);
+      const int64_t in_dataset = samples_in(*space_, b, idx_.box);
+      partial[i] = samples_in(*space_, b, box) < in_dataset;
+      if (partial[i]) {
+        auto where = files_->locate(field, time, b, nullptr);
+        if (!where.is_ok()) { errors[i] = where.status(); return; }
+        if (where.value()) {
+          std::vector<std::byte> scratch, stored(bytes);
+          auto layout = core::load_block(*where.value(), fc, *space_, idx_.ndim, b, scratch, stored, nullptr);
+          if (!layout.is_ok()) { errors[i] = layout.status(); return; }
+          if (layout.value() == fc.layout) raw[i].swap(stored);
+          else core::convert_layout(*space_, b, layout.value(), stored, raw[i], fc.dtype.bytes());
+        } else {
+          hzorder::fill_samples(raw[i].data(), static_cast<size_t>(per_block), fc.dtype, fc.default_value);
+        }
+      } else if (in_dataset < per_block) {
+        hzorder::fill_samples(raw[i].data(), static_cast<size_t>(per_block), fc.dtype, fc.default_value);
+      }
+      copy_into_block(*space_, b, fc.layout, box, src, raw[i].data());
+      if (!partial[i] && fc.codec.kind != codec::CodecKind::kRaw) {
+        auto f = core::encode_block(fc, *space_, idx_.ndim, b, raw[i], payload[i]);
+        if (!f.is_ok()) errors[i] = f.status();
+        else flags[i] = f.value();
+      } else {
+        flags[i] = static_cast<uint32_t>(fc.codec.kind) | (fc.layout == Layout::kRowMajor ? format::kFlagRowMajor : 0);
+      }
+    });
+    for (size_t i = 0; i < n; ++i) {
+      HZIO_RETURN_IF_ERROR(errors[i]);
+      const uint64_t b = blocks[start + i];
+      if (partial[i] == 2) continue;
+      if (partial[i]) {
+        dirty_bytes_ += bytes;
+        dirty_[std::make_tuple(field, time, b)] = std::move(raw[i]);
+        continue;
+      }
+      const auto& out = fc.codec.kind == codec::CodecKind::kRaw ? raw[i] : payload[i];
+      HZIO_RETURN_IF_ERROR(files_->append(field, time, b, out, flags[i]));
+    }
+  }
+  return dirty_bytes_ > options_.cache_bytes ? flush_dirty() : Status::ok();
+}
+
+Status Dataset::Impl::flush_dirty() {
+  if (dirty_.empty()) return Status::ok();
+  std::vector<std::tuple<int, int64_t, uint64_t>> keys;
+  for (const auto& [k, v] : dirty_) keys.push_back(k);
+  std::vector<std::vector<std::byte>> payload(keys.size());
+  std::vector<uint32_t> flags(keys.size());
+  std::vector<Status> errors(keys.size());
+  pool_.parallel_for(keys.size(), [&](size_t i) {
+    const auto& [field, time, b] = keys[i];
+    auto f = core::encode_block(coding_[field], *space_, idx_.ndim, b, dirty_[keys[i]], payload[i]);
+    if (f.is_ok()) flags[i] = f.value();
+    else errors[i] = f.status();
+  });
+  for (size_t i = 0; i < keys.size(); ++i) {
+    HZIO_RETURN_IF_ERROR(errors[i]);
+    const auto& [field, time, b] = keys[i];
+    HZIO_RETURN_IF_ERROR(files_->append(field, time, b, payload[i], flags[i]));
+  }
+  dirty_.clear();
+  dirty_bytes_ = 0;
+  return Status::ok();
+}
+
+}  // namespace hzio

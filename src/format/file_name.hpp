@@ -1,0 +1,25 @@
+// Which data file holds a block, and its path: the right-to-left %0Nx template rule plus the time
+// template (docs/format.md "File names"). Layer: format. Pure string work, no I/O.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "format/idx_file.hpp"
+
+namespace hzio::format {
+
+// Local. The first block id stored in the file that holds `block` (its name is derived from it).
+int64_t first_block_of_file(const IdxFile& idx, int64_t block);
+// Local. The slot of `block` inside its file's header table.
+int64_t slot_in_file(const IdxFile& idx, int64_t block);
+
+// Local. The path of the file whose first block is `first_block`, at timestep `time`, with a
+// leading "./" and $(CurrentFileDirectory) resolved against `idx_dir`. Errors: kFormat for a malformed
+// template field (each must be %0Nx with one digit N).
+Result<std::string> data_file_path(const IdxFile& idx, const std::string& idx_dir, int64_t first_block, int64_t time);
+
+// Local. Formats a time template such as "time_%04d/" for one timestep. Errors: kFormat.
+Result<std::string> format_time(const std::string& time_template, int64_t time);
+
+}  // namespace hzio::format

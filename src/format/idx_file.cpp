@@ -1,0 +1,214 @@
+// Parsing, validating and writing the .idx text (docs/format.md "The .idx file").
+#include "format/idx_file.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "format/idx_text.hpp"
+
+namespace hzio::format {
+namespace {
+
+// Splits the text into (key, value) pairs by the OpenVisus rules: trimmed lines, '#' comments,
+// "(key)" lines start an entry, following lines join with single spaces.
+std::vector<std::pair<std::string, std::string>> split_keys(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  size_t i = 0;
+  while (i <= text.size()) {
+    size_t j = text.find('\n', i);
+    if (j == std::string_view::npos) j = text.size();
+    std::string line = trim(text.substr(i, j - i));
+    i = j + 1;
+    if (line.empty() || line[0] == '#') continue;
+    if (line[0] == '(') {
+      out.emplace_back(line, "");
+    } else if (!out.empty()) {
+      auto& v = out.back().second;
+      v += (v.empty() ? "" : " ") + line;
+    } else {
+      out.emplace_back("", line);  // text before the first key: reported by parse()
+    }
+    if (j == text.size()) break;
+  }
+  return out;
+}
+
+std::string base_name(std::string_view path) {
+  size_t slash = path.find_last_of('/');
+  std::string name(slash == std::string_view::npos ? path : path.substr(slash + 1));
+  if (name.size() > 4 && name.substr(name.size() - 4) == ".idx") name.resize(name.size() - 4);
+  return name;
+}
+
+}  // namespace
+
+std::string default_filename_template(std::string_view idx_name, int block_bits) {
+  std::string t = "./" + base_name(idx_name);
+  while (block_bits > 16) {
+    t += "/%02x";
+    block_bits -= 8;
+  }
+  return t + "/%04x.bin";
+}
+
+Result<IdxFile> IdxFile::parse(std::string_view text, std::string_view idx_name) {
+  const std::string where = "file " + std::string(idx_name) + ": ";
+  if (text.find('\0') != std::string_view::npos) return format_error(where + "not a text .idx (NUL byte)");
+  std::map<std::string, std::string> kv;
+  IdxFile f;
+  for (auto& [key, value] : split_keys(text)) {
+    if (key.empty()) return format_error(where + "text before the first (key): '" + value.substr(0, 40) + "'");
+    static const char* kKnown[] = {"(version)", "(bits)", "(box)", "(fields)", "(bitsperblock)",
+                                   "(blocksperfile)", "(interleave block)", "(interleave)",
+                                   "(filename_template)", "(time)", "(physic_box)", "(logic_to_physic)",
+                                   "(axis)", "(missing_blocks)", "(arco)"};
+    if (std::find(std::begin(kKnown), std::end(kKnown), key) != std::end(kKnown)) {
+      kv[key == "(interleave)" ? "(interleave block)" : key] = value;
+    } else {
+      std::string k = key.substr(1, key.size() - (key.back() == ')' ? 2 : 1));
+      f.set_extra(k, value);
+    }
+  }
+  for (const char* required : {"(version)", "(box)", "(fields)", "(bits)"}) {
+    if (!kv.count(required)) return format_error(where + "missing required key " + required);
+  }
+  int64_t version = 0;
+  if (!parse_leading_int(kv["(version)"], version) || version < 1 || version > 6) {
+    return format_error(where + "(version) '" + kv["(version)"] + "' is not 1..6");
+  }
+  if (version < 6) return unsupported(where + "IDX version " + std::to_string(version) + " (only 6 is supported)");
+  f.version = 6;
+  auto bits = Bitmask::parse(trim(kv["(bits)"]));
+  if (!bits.is_ok()) return Status(bits.status().code(), where + "(bits): " + bits.status().message());
+  f.bitmask = bits.value();
+  f.ndim = f.bitmask.pdim();
+  auto box_tokens = split_ws(kv["(box)"]);
+  if (box_tokens.size() < static_cast<size_t>(2 * f.ndim)) {
+    return format_error(where + "(box) '" + kv["(box)"] + "' has fewer than " + std::to_string(f.ndim) + " pairs");
+  }
+  for (int a = 0; a < f.ndim; ++a) {
+    int64_t lo = 0, hi = 0;
+    if (!parse_int(box_tokens[2 * a], lo) || !parse_int(box_tokens[2 * a + 1], hi) || hi < lo || lo < 0) {
+      return format_error(where + "(box) '" + kv["(box)"] + "' is not pairs of integers lo <= hi");
+    }
+    f.box.lo[a] = lo;
+    f.box.hi[a] = hi + 1;
+  }
+  auto fields = parse_fields(kv["(fields)"]);
+  if (!fields.is_ok()) return format_error(where + "(fields): " + fields.status().message());
+  f.fields = std::move(fields).value();
+  for (const auto& fd : f.fields) {
+    if (!fd.filter.empty() && fd.filter != "identity") {
+      return unsupported(where + "field '" + fd.name + "' uses filter(" + fd.filter + ")");
+    }
+  }
+  auto read_int = [&](const char* key, int64_t& out) -> Status {
+    if (!kv.count(key) || trim(kv[key]).empty()) return Status::ok();
+    if (!parse_leading_int(kv[key], out)) return format_error(where + key + " '" + kv[key] + "' is not an integer");
+    return Status::ok();
+  };
+  int64_t bpb = 0, bpf = 0, missing = 0, arco = 0;
+  HZIO_RETURN_IF_ERROR(read_int("(bitsperblock)", bpb));
+  HZIO_RETURN_IF_ERROR(read_int("(blocksperfile)", bpf));
+  HZIO_RETURN_IF_ERROR(read_int("(interleave block)", f.interleave));
+  HZIO_RETURN_IF_ERROR(read_int("(missing_blocks)", missing));
+  HZIO_RETURN_IF_ERROR(read_int("(arco)", arco));
+  if (arco > 0) return unsupported(where + "ARCO datasets ((arco) > 0) are not supported");
+  if (bpb < 0 || bpb > kMaxLevels) return format_error(where + "(bitsperblock) " + std::to_string(bpb) + " out of range");
+  f.bits_per_block = static_cast<int>(bpb);
+  f.blocks_per_file = bpf;
+  f.missing_blocks = static_cast<int>(missing);
+  f.filename_template = trim(kv["(filename_template)"]);
+  if (kv.count("(time)")) {
+    auto t = parse_time(kv["(time)"]);
+    if (!t.is_ok()) return format_error(where + t.status().message());
+    f.time = t.value();
+  }
+  f.axis = kv["(axis)"];
+  f.physic_box = kv["(physic_box)"];
+  f.logic_to_physic = kv["(logic_to_physic)"];
+  HZIO_RETURN_IF_ERROR(f.validate(idx_name));
+  return f;
+}
+
+Status IdxFile::validate(std::string_view idx_name) {
+  const std::string where = "file " + std::string(idx_name) + ": ";
+  if (fields.empty()) return format_error(where + "no fields");
+  ndim = bitmask.pdim();
+  if (ndim < 1) return format_error(where + "no bitmask");
+  Point dims{1, 1, 1};
+  for (int a = 0; a < kMaxDims; ++a) dims[a] = box.hi[a];
+  auto cover = bitmask.check_covers(dims);
+  if (!cover.is_ok()) return format_error(where + cover.message());
+  const int maxh = bitmask.max_level();
+  if (bits_per_block <= 0) bits_per_block = std::min(maxh, 16);
+  bits_per_block = std::min(bits_per_block, maxh);
+  if (filename_template.empty()) filename_template = default_filename_template(idx_name, maxh - bits_per_block);
+  if (blocks_per_file == -1) blocks_per_file = total_blocks();
+  if (blocks_per_file == 0) {
+    if (filename_template.find('%') == std::string::npos) {
+      blocks_per_file = total_blocks();
+    } else {
+      int64_t block_bytes = 0;
+      for (const auto& fd : fields) block_bytes += samples_per_block() * static_cast<int64_t>(fd.dtype.bytes());
+      blocks_per_file = std::clamp<int64_t>((int64_t{128} << 20) / std::max<int64_t>(block_bytes, 1), 1, total_blocks());
+    }
+  }
+  if (blocks_per_file < 1 || blocks_per_file > (int64_t{1} << 40)) {
+    return format_error(where + "(blocksperfile) " + std::to_string(blocks_per_file) + " out of range");
+  }
+  if (interleave < 0) return format_error(where + "(interleave block) is negative");
+  if (time.declared && !time.template_text.empty() &&
+      std::count(time.template_text.begin(), time.template_text.end(), '%') != 1) {
+    return format_error(where + "(time) template '" + time.template_text + "' needs exactly one %d field");
+  }
+  return Status::ok();
+}
+
+std::string IdxFile::to_text() const {
+  std::string out = "(version)\n" + std::to_string(version) + "\n(box)\n";
+  for (int a = 0; a < ndim; ++a) {
+    out += (a ? " " : "") + std::to_string(box.lo[a]) + " " + std::to_string(box.hi[a] - 1);
+  }
+  out += "\n";
+  if (!axis.empty()) out += "(axis)\n" + axis + "\n";
+  if (!logic_to_physic.empty()) out += "(logic_to_physic)\n" + logic_to_physic + "\n";
+  else if (!physic_box.empty()) out += "(physic_box)\n" + physic_box + "\n";
+  out += "(fields)\n" + fields_to_text(fields) + "\n";
+  out += "(bits)\n" + bitmask.text() + "\n";
+  out += "(bitsperblock)\n" + std::to_string(bits_per_block) + "\n";
+  out += "(blocksperfile)\n" + std::to_string(blocks_per_file) + "\n";
+  out += "(interleave block)\n" + std::to_string(interleave) + "\n";
+  if (time.declared && !time.template_text.empty()) out += "(time)\n" + time_to_text(time) + "\n";
+  out += "(filename_template)\n" + filename_template + "\n";
+  out += "(missing_blocks)\n" + std::to_string(missing_blocks) + "\n";
+  out += "(arco)\n0\n";
+  for (const auto& [k, v] : extra) out += "(" + k + ")\n" + v + "\n";
+  return out;
+}
+
+int IdxFile::field_index(std::string_view name) const {
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (fields[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+const std::string* IdxFile::find_extra(std::string_view key) const {
+  for (const auto& [k, v] : extra) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+void IdxFile::set_extra(std::string key, std::string value) {
+  for (auto& [k, v] : extra) {
+    if (k == key) {
+      v = std::move(value);
+      return;
+    }
+  }
+  extra.emplace_back(std::move(key), std::move(value));
+}
+
+}  // namespace hzio::format

@@ -1,0 +1,81 @@
+// The .idx text metadata: parse, validate (fill OpenVisus defaults) and write (docs/format.md "The .idx file").
+// Layer: format. Pure text <-> struct; the caller reads and writes the file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "format/bitmask.hpp"
+#include "hzio/status.hpp"
+#include "hzio/types.hpp"
+
+namespace hzio::format {
+
+// One entry of (fields). Options hzio does not interpret are kept as text and written back.
+struct FieldDesc {
+  std::string name;
+  DType dtype;
+  std::string compression;  // default_compression(...) spec; "" = raw
+  Layout layout = Layout::kRowMajor;  // layout of newly written blocks; reads trust block flags
+  double default_value = 0;
+  std::string filter;       // "" or "identity"; anything else is rejected when read
+  std::string min_text = "0";
+  std::string max_text = "0";
+  std::string description;
+};
+
+// (time): a template and the set of timesteps, as ranges (first, last, step) or "any".
+struct TimeSpec {
+  std::string template_text;  // e.g. "time_%04d/"; empty = no time component in file names
+  bool any = false;           // "* * template": timesteps not known in advance
+  std::vector<std::array<int64_t, 3>> ranges;
+  bool declared = false;      // the key was present
+
+  bool contains(int64_t t) const;
+  std::vector<int64_t> list() const;  // every timestep, ascending (empty when any)
+  // Replaces the ranges by the shortest list of step-1 ranges covering `steps`.
+  void set(std::vector<int64_t> steps);
+};
+
+struct IdxFile {
+  int version = 6;
+  Bitmask bitmask;
+  Box box;                   // logical box, exclusive upper bounds, x first
+  int ndim = 0;              // = bitmask.pdim()
+  std::vector<FieldDesc> fields;
+  int bits_per_block = 0;    // 0 until validate()
+  int64_t blocks_per_file = 0;
+  int64_t interleave = 0;
+  std::string filename_template;
+  TimeSpec time;
+  std::string axis;
+  std::string physic_box;
+  std::string logic_to_physic;
+  int missing_blocks = 0;
+  std::vector<std::pair<std::string, std::string>> extra;  // unknown keys, in file order
+
+  // Local. Parses the text form; `idx_name` (the .idx path) names errors and the default template.
+  // Applies validate(). Errors: kFormat naming the file, the key and the reason; kUnsupported for
+  // valid IDX that hzio cannot read (versions < 6, ARCO, F masks, filters, more than 3 dims).
+  static Result<IdxFile> parse(std::string_view text, std::string_view idx_name);
+  // Local. Fills the OpenVisus defaults (bits per block, blocks per file, template) and checks the
+  // whole. Errors: kFormat.
+  Status validate(std::string_view idx_name);
+  // Local. The text form, keys in the OpenVisus writer's order, unknown keys last.
+  std::string to_text() const;
+
+  int64_t total_blocks() const { return int64_t{1} << (bitmask.max_level() - bits_per_block); }
+  int64_t samples_per_block() const { return int64_t{1} << bits_per_block; }
+  int64_t file_count() const { return (total_blocks() + blocks_per_file - 1) / blocks_per_file; }
+  int field_index(std::string_view name) const;  // -1 if absent
+  const std::string* find_extra(std::string_view key) const;
+  void set_extra(std::string key, std::string value);
+};
+
+// Local. The default (filename_template) for an .idx path and block-number bit count.
+std::string default_filename_template(std::string_view idx_name, int block_bits);
+
+}  // namespace hzio::format

@@ -1,0 +1,124 @@
+// Tests for .idx parsing and writing, including OpenVisus- and PIDX-written texts.
+#include "format/idx_file.hpp"
+
+#include <gtest/gtest.h>
+
+namespace hzio::format {
+namespace {
+
+const char* kOpenVisus2Fields = R"((version)
+6
+(box)
+0 31 0 31 0 31
+(fields)
+a float32 default_compression(zip) default_layout(hzorder) default_value(0) min(0) max(0) 
++ b float32 default_compression(zip) default_layout(hzorder) default_value(0) min(0) max(0) 
+(bits)
+V012012012012012
+(bitsperblock)
+12
+(blocksperfile)
+8
+(interleave block)
+0
+(filename_template)
+./f32_3d_2fields_zip/%04x.bin
+(missing_blocks)
+0
+(arco)
+0
+)";
+
+const char* kPidx = R"((version)
+6.1
+(io mode)
+idx
+(box)
+0 15 0 7 0 0 0 0 0 0
+(physical box)
+0 16.000000 0 8.000000 0 1.000000 0 0 0 0
+(endian)
+little
+(fields)
+data 1*uint8
+(bits)
+V0101010
+(bitsperblock)
+4
+(blocksperfile)
+2
+(filename_template)
+./name/%04x.bin
+(time)
+0 0 time%09d/)";
+
+TEST(IdxFile, ParsesTheOpenVisusTwoFieldFile) {
+  IdxFile f = IdxFile::parse(kOpenVisus2Fields, "/d/f32_3d_2fields_zip.idx").value();
+  EXPECT_EQ(f.ndim, 3);
+  EXPECT_EQ(f.box.hi, (Point{32, 32, 32}));
+  ASSERT_EQ(f.fields.size(), 2u);
+  EXPECT_EQ(f.fields[1].name, "b");
+  EXPECT_EQ(f.fields[0].compression, "zip");
+  EXPECT_EQ(f.fields[0].layout, Layout::kHzOrder);
+  EXPECT_EQ(f.bits_per_block, 12);
+  EXPECT_EQ(f.blocks_per_file, 8);
+  EXPECT_EQ(f.total_blocks(), 8);
+}
+
+TEST(IdxFile, WritesWhatItReadsAndReadsWhatItWrites) {
+  IdxFile f = IdxFile::parse(kOpenVisus2Fields, "x.idx").value();
+  EXPECT_EQ(f.to_text(), kOpenVisus2Fields);
+}
+
+TEST(IdxFile, AcceptsPidxFilesAndKeepsTheirExtraKeys) {
+  IdxFile f = IdxFile::parse(kPidx, "name.idx").value();
+  EXPECT_EQ(f.version, 6);
+  EXPECT_EQ(f.ndim, 2);
+  EXPECT_EQ(f.box.hi, (Point{16, 8, 1}));
+  EXPECT_EQ(f.fields[0].dtype, (DType{Scalar::kUint8, 1}));
+  EXPECT_EQ(f.fields[0].layout, Layout::kRowMajor);  // no layout option: row-major for new blocks
+  EXPECT_EQ(f.time.template_text, "time%09d/");
+  EXPECT_EQ(f.time.list(), (std::vector<int64_t>{0}));
+  ASSERT_NE(f.find_extra("io mode"), nullptr);
+  EXPECT_EQ(*f.find_extra("endian"), "little");
+  IdxFile again = IdxFile::parse(f.to_text(), "name.idx").value();
+  EXPECT_EQ(*again.find_extra("physical box"), "0 16.000000 0 8.000000 0 1.000000 0 0 0 0");
+}
+
+TEST(IdxFile, FillsOpenVisusDefaultsForAMinimalFile) {
+  IdxFile f = IdxFile::parse("(version)\n6\n(box)\n0 99 0 49 0 9\n(fields)\nfoo float64 + bar 3*uint8 compressed\n"
+                             "(bits)\nV01201201201201010\n", "/data/min.idx").value();
+  EXPECT_EQ(f.bits_per_block, 16);
+  EXPECT_EQ(f.filename_template, "./min/%04x.bin");
+  EXPECT_EQ(f.fields[1].compression, "zip");
+  EXPECT_EQ(f.fields[1].dtype.components, 3);
+  EXPECT_EQ(f.blocks_per_file, 2);  // both blocks fit in 128 MiB
+}
+
+TEST(IdxFile, ParsesEveryTimeForm) {
+  auto t1 = IdxFile::parse(std::string(kPidx) + "\n(time)\n3 5 t_%02d/\n", "a.idx").value().time;
+  EXPECT_EQ(t1.list(), (std::vector<int64_t>{3, 4, 5}));
+  auto t2 = IdxFile::parse(std::string(kPidx) + "\n(time)\nt%d/ (0,4,2) (7)\n", "a.idx").value().time;
+  EXPECT_EQ(t2.list(), (std::vector<int64_t>{0, 2, 4, 7}));
+  auto t3 = IdxFile::parse(std::string(kPidx) + "\n(time)\n* * t%d/\n", "a.idx").value().time;
+  EXPECT_TRUE(t3.any);
+  EXPECT_TRUE(t3.contains(12345));
+}
+
+TEST(IdxFile, RejectsBrokenTextWithTheFileNameAndTheReason) {
+  auto r = IdxFile::parse("(version)\n6\n(box)\n0 15 0 7\n(fields)\na float32\n", "/d/bad.idx");
+  EXPECT_EQ(r.status().code(), ErrorCode::kFormat);
+  EXPECT_NE(r.status().message().find("bad.idx"), std::string::npos);
+  EXPECT_NE(r.status().message().find("(bits)"), std::string::npos);
+  auto short_bits = IdxFile::parse("(version)\n6\n(box)\n0 15 0 7\n(fields)\na float32\n(bits)\nV01010\n", "s.idx");
+  EXPECT_EQ(short_bits.status().code(), ErrorCode::kFormat);
+  auto bad_dtype = IdxFile::parse("(version)\n6\n(box)\n0 15 0 7\n(fields)\na float33\n(bits)\nV0101010\n", "d.idx");
+  EXPECT_NE(bad_dtype.status().message().find("float33"), std::string::npos);
+  auto bad_box = IdxFile::parse("(version)\n6\n(box)\n0 15\n(fields)\na float32\n(bits)\nV0101010\n", "b.idx");
+  EXPECT_EQ(bad_box.status().code(), ErrorCode::kFormat);
+  EXPECT_EQ(IdxFile::parse("(version)\n7\n", "v.idx").status().code(), ErrorCode::kFormat);
+  EXPECT_EQ(IdxFile::parse("hello", "v.idx").status().code(), ErrorCode::kFormat);
+}
+
+}  // namespace
+}  // namespace hzio::format

@@ -1,0 +1,127 @@
+// The sample-moving kernels of HZ encode and decode (docs/design/hz-kernels.md explains the tables).
+#include "hzorder/block_copy.hpp"
+
+#include <cstring>
+#include <vector>
+
+namespace hzio::hzorder {
+namespace {
+
+struct Plan {
+  Point lo, hi;           // run index range inside the clip
+  Point array_start;      // array index of run index lo
+  Point array_step;       // array index step per run index step
+  const uint32_t* lut[kMaxDims];
+  uint64_t first;
+};
+
+template <size_t S, Direction D>
+void copy_fixed(const Plan& p, std::byte* block, const ArrayView& a) {
+  const int64_t row = a.grid.count[0];
+  const int64_t plane = row * a.grid.count[1];
+  const int64_t sx = p.array_step[0];
+  const uint32_t* lx = p.lut[0] + p.lo[0];
+  const int64_t nx = p.hi[0] - p.lo[0];
+  for (int64_t z = p.lo[2]; z < p.hi[2]; ++z) {
+    const int64_t az = p.array_start[2] + (z - p.lo[2]) * p.array_step[2];
+    for (int64_t y = p.lo[1]; y < p.hi[1]; ++y) {
+      const int64_t ay = p.array_start[1] + (y - p.lo[1]) * p.array_step[1];
+      std::byte* arow = a.data + static_cast<size_t>(az * plane + ay * row + p.array_start[0]) * S;
+      std::byte* brow = block + static_cast<size_t>(p.first + p.lut[2][z] + p.lut[1][y]) * S;
+      for (int64_t x = 0; x < nx; ++x) {
+        std::byte* bs = brow + static_cast<size_t>(lx[x]) * S;
+        std::byte* as = arow + static_cast<size_t>(x * sx) * S;
+        if constexpr (D == Direction::kArrayToBlock) std::memcpy(bs, as, S);
+        else std::memcpy(as, bs, S);
+      }
+    }
+  }
+}
+
+template <Direction D>
+void copy_any(const Plan& p, std::byte* block, const ArrayView& a, size_t s, bool rows_contiguous) {
+  const int64_t row = a.grid.count[0];
+  const int64_t plane = row * a.grid.count[1];
+  const int64_t nx = p.hi[0] - p.lo[0];
+  for (int64_t z = p.lo[2]; z < p.hi[2]; ++z) {
+    const int64_t az = p.array_start[2] + (z - p.lo[2]) * p.array_step[2];
+    for (int64_t y = p.lo[1]; y < p.hi[1]; ++y) {
+      const int64_t ay = p.array_start[1] + (y - p.lo[1]) * p.array_step[1];
+      std::byte* arow = a.data + static_cast<size_t>(az * plane + ay * row + p.array_start[0]) * s;
+      std::byte* brow = block + static_cast<size_t>(p.first + p.lut[2][z] + p.lut[1][y]) * s;
+      if (rows_contiguous) {
+        std::byte* bs = brow + static_cast<size_t>(p.lut[0][p.lo[0]]) * s;
+        if constexpr (D == Direction::kArrayToBlock) std::memcpy(bs, arow, static_cast<size_t>(nx) * s);
+        else std::memcpy(arow, bs, static_cast<size_t>(nx) * s);
+        continue;
+      }
+      for (int64_t x = 0; x < nx; ++x) {
+        std::byte* bs = brow + static_cast<size_t>(p.lut[0][p.lo[0] + x]) * s;
+        std::byte* as = arow + static_cast<size_t>(x * p.array_step[0]) * s;
+        if constexpr (D == Direction::kArrayToBlock) std::memcpy(bs, as, s);
+        else std::memcpy(as, bs, s);
+      }
+    }
+  }
+}
+
+template <Direction D>
+void dispatch(const Plan& p, std::byte* block, const ArrayView& a, bool rows_contiguous) {
+  if (rows_contiguous) return copy_any<D>(p, block, a, a.sample_bytes, true);
+  switch (a.sample_bytes) {
+    case 1: return copy_fixed<1, D>(p, block, a);
+    case 2: return copy_fixed<2, D>(p, block, a);
+    case 4: return copy_fixed<4, D>(p, block, a);
+    case 8: return copy_fixed<8, D>(p, block, a);
+    case 12: return copy_fixed<12, D>(p, block, a);
+    case 16: return copy_fixed<16, D>(p, block, a);
+    default: return copy_any<D>(p, block, a, a.sample_bytes, false);
+  }
+}
+
+}  // namespace
+
+int64_t copy_run(const Run& run, const Box& clip, std::byte* block, const ArrayView& array, Direction direction) {
+  Plan p;
+  if (!run_range_in_box(run, clip, p.lo, p.hi)) return 0;
+  for (int a = 0; a < kMaxDims; ++a) {
+    p.array_start[a] = (run.p0[a] + p.lo[a] * run.delta[a] - array.grid.origin[a]) / array.grid.spacing[a];
+    p.array_step[a] = run.delta[a] / array.grid.spacing[a];
+    p.lut[a] = run.luts->axis[a].data();
+  }
+  p.first = run.first;
+  const bool rows_contiguous = run.luts->x_is_identity && p.array_step[0] == 1;
+  if (direction == Direction::kArrayToBlock) dispatch<Direction::kArrayToBlock>(p, block, array, rows_contiguous);
+  else dispatch<Direction::kBlockToArray>(p, block, array, rows_contiguous);
+  return (p.hi[0] - p.lo[0]) * (p.hi[1] - p.lo[1]) * (p.hi[2] - p.lo[2]);
+}
+
+namespace {
+template <class T>
+void fill_as(std::byte* out, size_t n, double v) {
+  T t = static_cast<T>(v);
+  for (size_t i = 0; i < n; ++i) std::memcpy(out + i * sizeof(T), &t, sizeof(T));
+}
+}  // namespace
+
+void fill_samples(std::byte* out, size_t count, DType dtype, double value) {
+  const size_t n = count * static_cast<size_t>(dtype.components);
+  if (value == 0) {
+    std::memset(out, 0, n * dtype.scalar_bytes());
+    return;
+  }
+  switch (dtype.scalar) {
+    case Scalar::kInt8: return fill_as<int8_t>(out, n, value);
+    case Scalar::kUint8: return fill_as<uint8_t>(out, n, value);
+    case Scalar::kInt16: return fill_as<int16_t>(out, n, value);
+    case Scalar::kUint16: return fill_as<uint16_t>(out, n, value);
+    case Scalar::kInt32: return fill_as<int32_t>(out, n, value);
+    case Scalar::kUint32: return fill_as<uint32_t>(out, n, value);
+    case Scalar::kInt64: return fill_as<int64_t>(out, n, value);
+    case Scalar::kUint64: return fill_as<uint64_t>(out, n, value);
+    case Scalar::kFloat32: return fill_as<float>(out, n, value);
+    case Scalar::kFloat64: return fill_as<double>(out, n, value);
+  }
+}
+
+}  // namespace hzio::hzorder

@@ -1,0 +1,187 @@
+// POSIX implementation of the io layer (see posix_file.hpp).
+#include "io/posix_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace hzio::io {
+namespace {
+
+std::atomic<int64_t> g_write_budget{-1};
+
+Status os_error(const std::string& what, const std::string& path, int err) {
+  std::string reason = err == ENOSPC ? "disk full (ENOSPC)" : std::strerror(err);
+  if (err == ENOENT) return not_found(what + " " + path + ": " + reason);
+  return io_error(what + " " + path + ": " + reason);
+}
+
+Status sync_dir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return os_error("open directory", dir, errno);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  return rc == 0 ? Status::ok() : os_error("fsync directory", dir, err);
+}
+
+}  // namespace
+
+File::~File() { (void)close(); }
+
+File::File(File&& o) noexcept : fd_(o.fd_), path_(std::move(o.path_)) { o.fd_ = -1; }
+
+File& File::operator=(File&& o) noexcept {
+  if (this != &o) {
+    (void)close();
+    fd_ = o.fd_;
+    path_ = std::move(o.path_);
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+Result<File> File::open(const std::string& path, Mode mode) {
+  int flags = O_CLOEXEC;
+  if (mode == Mode::kRead) flags |= O_RDONLY;
+  if (mode == Mode::kReadWrite) flags |= O_RDWR;
+  if (mode == Mode::kCreate) flags |= O_RDWR | O_CREAT | O_TRUNC;
+  int fd = ::open(path.c_str(), flags, 0644);
+  if (fd < 0) return os_error("open", path, errno);
+  File f;
+  f.fd_ = fd;
+  f.path_ = path;
+  return f;
+}
+
+Result<uint64_t> File::size() const {
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) return os_error("stat", path_, errno);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+Status File::read_at(uint64_t offset, std::span<std::byte> out) const {
+  size_t done = 0;
+  while (done < out.size()) {
+    ssize_t n = ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return os_error("read", path_, errno);
+    if (n == 0) {
+      return corrupt("file " + path_ + " ends at byte " + std::to_string(offset + done) + ", expected " +
+                     std::to_string(offset + out.size()));
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
+Status File::write_at(uint64_t offset, std::span<const std::byte> data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    size_t chunk = data.size() - done;
+    int64_t budget = g_write_budget.load();
+    if (budget >= 0) {
+      if (budget == 0) return os_error("write", path_, ENOSPC);
+      chunk = std::min<size_t>(chunk, static_cast<size_t>(budget));
+      g_write_budget -= static_cast<int64_t>(chunk);
+    }
+    ssize_t n = ::pwrite(fd_, data.data() + done, chunk, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return os_error("write", path_, errno);
+    done += static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
+Status File::sync() {
+  if (::fsync(fd_) != 0) return os_error("fsync", path_, errno);
+  return Status::ok();
+}
+
+void File::start_writeback(uint64_t offset, uint64_t length) {
+  ::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(length), SYNC_FILE_RANGE_WRITE);
+}
+
+void File::advise_sequential() { ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL); }
+
+Status File::close() {
+  if (fd_ < 0) return Status::ok();
+  int rc = ::close(fd_);
+  fd_ = -1;
+  return rc == 0 ? Status::ok() : os_error("close", path_, errno);
+}
+
+Result<std::string> read_text_file(const std::string& path, size_t max_bytes) {
+  HZIO_ASSIGN_OR_RETURN(File f, File::open(path, File::Mode::kRead));
+  HZIO_ASSIGN_OR_RETURN(uint64_t size, f.size());
+  if (size > max_bytes) return format_error("file " + path + " is " + std::to_string(size) + " bytes, too large for a .idx");
+  std::string text(size, '\0');
+  HZIO_RETURN_IF_ERROR(f.read_at(0, std::as_writable_bytes(std::span(text))));
+  return text;
+}
+
+Status replace_file_atomically(const std::string& path, std::string_view text, bool durable) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    HZIO_ASSIGN_OR_RETURN(File f, File::open(tmp, File::Mode::kCreate));
+    Status s = f.write_at(0, std::as_bytes(std::span(text.data(), text.size())));
+    if (s.is_ok() && durable) s = f.sync();
+    if (s.is_ok()) s = f.close();
+    if (!s.is_ok()) {
+      (void)remove_path(tmp);
+      return s;
+    }
+  }
+  return rename_file(tmp, path, durable);
+}
+
+Status rename_file(const std::string& from, const std::string& to, bool durable) {
+  if (::rename(from.c_str(), to.c_str()) != 0) return os_error("rename to " + to + " from", from, errno);
+  return durable ? sync_dir(parent_dir(to)) : Status::ok();
+}
+
+Status make_dirs(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return io_error("create directory " + dir + ": " + ec.message());
+  return Status::ok();
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+Status remove_path(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+  if (ec) return io_error("remove " + path + ": " + ec.message());
+  return Status::ok();
+}
+
+Status remove_tree(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  if (ec) return io_error("remove " + path + ": " + ec.message());
+  return Status::ok();
+}
+
+std::string parent_dir(const std::string& path) {
+  auto p = std::filesystem::path(path).parent_path();
+  return p.empty() ? "." : p.string();
+}
+
+std::string absolute_path(const std::string& path) {
+  std::error_code ec;
+  auto p = std::filesystem::absolute(path, ec);
+  return (ec ? std::filesystem::path(path) : p).lexically_normal().string();
+}
+
+void set_write_fault_after_bytes(int64_t bytes) { g_write_budget = bytes; }
+
+}  // namespace hzio::io

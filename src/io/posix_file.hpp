@@ -1,0 +1,72 @@
+// POSIX file access for the data and .idx files: positional reads and writes, sync, atomic rename,
+// and a write-fault hook that lets tests simulate a full disk. Layer: io (depends on util).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "hzio/status.hpp"
+
+namespace hzio::io {
+
+// An open file descriptor; closes on destruction. Move-only. Errors name the path and strerror.
+class File {
+ public:
+  enum class Mode { kRead, kReadWrite, kCreate };  // kCreate truncates or creates, read-write
+
+  File() = default;
+  ~File();
+  File(File&& other) noexcept;
+  File& operator=(File&& other) noexcept;
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+
+  // Local. Errors: kNotFound if the file is absent (read modes), kIo otherwise.
+  static Result<File> open(const std::string& path, Mode mode);
+
+  bool is_open() const { return fd_ >= 0; }
+  const std::string& path() const { return path_; }
+  // Local. Current size in bytes.
+  Result<uint64_t> size() const;
+  // Local. Reads exactly out.size() bytes at `offset`. Errors: kCorrupt if the file ends first, kIo.
+  Status read_at(uint64_t offset, std::span<std::byte> out) const;
+  // Local. Writes all of `data` at `offset`. Errors: kIo (ENOSPC is reported as "disk full").
+  Status write_at(uint64_t offset, std::span<const std::byte> data);
+  // Local. fsync. Errors: kIo.
+  Status sync();
+  // Local. Starts write-back of a written range without waiting (a hint; never fails).
+  void start_writeback(uint64_t offset, uint64_t length);
+  // Local. Tells the kernel the file will be read sequentially (a hint; never fails).
+  void advise_sequential();
+  Status close();
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+};
+
+// Local. Reads a whole (small) file such as a .idx. Errors: kNotFound, kIo, kFormat if above max_bytes.
+Result<std::string> read_text_file(const std::string& path, size_t max_bytes = 64 << 20);
+// Local. Writes `text` to path via a temporary file, fsync and rename, then syncs the directory,
+// so readers see the old or the new content, never a mix. Errors: kIo.
+Status replace_file_atomically(const std::string& path, std::string_view text, bool durable);
+// Local. rename(2), then (if durable) fsync of the destination directory. Errors: kIo.
+Status rename_file(const std::string& from, const std::string& to, bool durable);
+// Local. mkdir -p. Errors: kIo.
+Status make_dirs(const std::string& dir);
+bool file_exists(const std::string& path);
+// Local. Removes a file or an empty directory if present. Errors: kIo.
+Status remove_path(const std::string& path);
+// Local. Removes a directory tree if present. Errors: kIo.
+Status remove_tree(const std::string& path);
+std::string parent_dir(const std::string& path);
+// Local. Absolute, lexically normalised path.
+std::string absolute_path(const std::string& path);
+
+// Test hook, Local, process-wide: after `bytes` more bytes every write fails with ENOSPC; a negative
+// value (the default) disables the fault.
+void set_write_fault_after_bytes(int64_t bytes);
+
+}  // namespace hzio::io

@@ -1,0 +1,52 @@
+// Tests for the POSIX file layer: short files, missing files, simulated full disk, atomic replace.
+#include "io/posix_file.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace hzio::io {
+namespace {
+
+std::string temp_dir() {
+  auto d = std::filesystem::temp_directory_path() / ("hzio_io_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(d);
+  return d.string();
+}
+
+TEST(PosixFile, ReadingPastTheEndIsCorruptAndNamesTheFile) {
+  const std::string p = temp_dir() + "/short.bin";
+  File f = File::open(p, File::Mode::kCreate).value();
+  std::byte b[4]{};
+  ASSERT_TRUE(f.write_at(0, b).is_ok());
+  std::byte out[8];
+  Status s = f.read_at(0, out);
+  EXPECT_EQ(s.code(), ErrorCode::kCorrupt);
+  EXPECT_NE(s.message().find("short.bin"), std::string::npos);
+}
+
+TEST(PosixFile, OpeningAMissingFileIsNotFound) {
+  EXPECT_EQ(File::open(temp_dir() + "/absent.bin", File::Mode::kRead).status().code(), ErrorCode::kNotFound);
+}
+
+TEST(PosixFile, AFullDiskFailsTheWriteWithAClearMessage) {
+  File f = File::open(temp_dir() + "/full.bin", File::Mode::kCreate).value();
+  std::vector<std::byte> data(100);
+  set_write_fault_after_bytes(50);
+  Status s = f.write_at(0, data);
+  set_write_fault_after_bytes(-1);
+  EXPECT_EQ(s.code(), ErrorCode::kIo);
+  EXPECT_NE(s.message().find("disk full"), std::string::npos);
+}
+
+TEST(PosixFile, AtomicReplaceLeavesTheOldContentWhenTheWriteFails) {
+  const std::string p = temp_dir() + "/meta.idx";
+  ASSERT_TRUE(replace_file_atomically(p, "old", false).is_ok());
+  set_write_fault_after_bytes(1);
+  EXPECT_FALSE(replace_file_atomically(p, "new content", false).is_ok());
+  set_write_fault_after_bytes(-1);
+  EXPECT_EQ(read_text_file(p).value(), "old");
+}
+
+}  // namespace
+}  // namespace hzio::io

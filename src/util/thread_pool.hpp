@@ -1,0 +1,37 @@
+// The one thread pool of hzio: parallel_for over an index range. Layer: util.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace hzio::util {
+
+class ThreadPool {
+ public:
+  // Local. threads <= 0 means std::thread::hardware_concurrency().
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Local, not reentrant. Runs fn(i) for i in [0, n) on the pool and the calling thread; returns when
+  // all are done. fn must not throw.
+  void parallel_for(size_t n, const std::function<void(size_t)>& fn);
+
+ private:
+  void work();
+  void run_items();
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(size_t)>* fn_ = nullptr;
+  size_t n_ = 0, next_ = 0, finished_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace hzio::util
