@@ -84,6 +84,9 @@ class Dataset {
   Status flush();
   // Local. flush() and release files. Further calls fail with kInvalidArgument.
   Status close();
+  // Local. Drops every write not yet committed and closes; the dataset stays as last committed.
+  void abandon();
+  bool closed() const;
 
   class Impl;
   Impl& impl() { return *impl_; }

@@ -1,5 +1,6 @@
 // Private to the codec layer: the per-codec encode/decode functions that codec.cpp dispatches to.
-// Each lives in its own <name>_codec.cpp. Callers outside src/codec use codec.hpp instead.
+// Each lives in its own <name>_codec.cpp; all are Local and thread-safe (no shared state).
+// Callers outside src/codec use codec.hpp instead.
 #pragma once
 
 #include <array>
@@ -30,14 +31,15 @@ Status decode_raw(std::span<const std::byte> payload, std::span<std::byte> out);
 // Errors: kInternal when zlib refuses (bad level, out of memory).
 Status encode_zip(int level, std::span<const std::byte> raw, std::vector<std::byte>& out);
 // Local. Inflates a zlib stream into exactly out.size() bytes, never writing past `out`.
-// Errors: kCorrupt for a bad stream, a wrong decoded size or bytes after the stream's end.
+// Errors: kCorrupt for a bad stream (header, data or Adler-32) or a wrong decoded size;
+// kInternal when zlib runs out of memory.
 Status decode_zip(std::span<const std::byte> payload, std::span<std::byte> out);
 
 // Local. Writes one raw LZ4 block (no frame, no size prefix). Errors: kUnsupported for inputs
 // larger than LZ4 can take, kInternal when LZ4 fails.
 Status encode_lz4(std::span<const std::byte> raw, std::vector<std::byte>& out);
 // Local. Decodes one raw LZ4 block into exactly out.size() bytes, never writing past `out`.
-// Errors: kCorrupt for a malformed block or a wrong decoded size.
+// Errors: kCorrupt for a malformed block or a wrong decoded size; kUnsupported past LZ4's 2 GB limit.
 Status decode_lz4(std::span<const std::byte> payload, std::span<std::byte> out);
 
 // Local. Writes a headerless zfp stream of `raw`, a block_dims grid (x fastest) of `dtype`.
@@ -47,8 +49,9 @@ Status decode_lz4(std::span<const std::byte> payload, std::span<std::byte> out);
 Status encode_zfp(const ZfpMode& mode, DType dtype, int ndim, const std::array<int64_t, 3>& block_dims,
                   std::span<const std::byte> raw, std::vector<std::byte>& out);
 // Local. Decodes a headerless zfp stream with `mode` into `out` (prod(block_dims) samples).
-// Never reads past `payload`, whatever its bits. Errors: kCorrupt when the stream needs more
-// bytes than the payload has (or is far longer than any such block); kUnsupported as for encode.
+// Never reads outside `payload`, whatever its bits (zfp reads a padded copy). Errors: kCorrupt
+// when the stream needs more bytes than the payload has or the payload is longer than any such
+// block can be; kUnsupported as for encode_zfp; kInternal for inconsistent dims.
 Status decode_zfp(const ZfpMode& mode, DType dtype, int ndim, const std::array<int64_t, 3>& block_dims,
                   std::span<const std::byte> payload, std::span<std::byte> out);
 

@@ -174,8 +174,8 @@ Status encode_zfp(const ZfpMode& mode, DType dtype, int ndim, const std::array<i
     samples = aligned.data();
   }
   FieldPtr field = make_field(type, ndim, block_dims, const_cast<void*>(samples));
-  HZIO_ASSIGN_OR_RETURN(StreamPtr zfp, open_stream(mode));
   if (!field) return internal_error("zfp_field allocation failed");
+  HZIO_ASSIGN_OR_RETURN(StreamPtr zfp, open_stream(mode));
   const size_t max_bytes = zfp_stream_maximum_size(zfp.get(), field.get());
   if (max_bytes == 0) return internal_error("zfp_stream_maximum_size failed for a " + describe(dtype, block_dims));
   std::vector<uint64_t> buffer((max_bytes + 7) / 8 + 1);
@@ -195,10 +195,11 @@ Status decode_zfp(const ZfpMode& mode, DType dtype, int ndim, const std::array<i
   HZIO_ASSIGN_OR_RETURN(const zfp_type type, zfp_type_of(dtype));
   HZIO_RETURN_IF_ERROR(check_shape(ndim, block_dims));
   const std::string what = describe(dtype, block_dims);
-  // No zfp block uses more than ZFP_MAX_BITS bits, which bounds any honest payload. The bound
-  // comes from the block grid, so the copy below never trusts a size the payload implies.
+  // No zfp block uses more than ZFP_MAX_BITS bits, which bounds any honest payload (plus slack
+  // for word padding). The bound comes from the block grid, so the copy below never trusts a
+  // size the payload implies.
   const uint64_t block_bytes = (ZFP_MAX_BITS + 7) / 8;
-  const uint64_t max_payload = zfp_block_count(block_dims) * block_bytes + 8;
+  const uint64_t max_payload = zfp_block_count(block_dims) * block_bytes + 64;
   if (payload.size() > max_payload) {
     return corrupt("zfp payload of " + std::to_string(payload.size()) + " bytes is longer than any " + what +
                    " compresses to (" + std::to_string(max_payload) + " bytes)");

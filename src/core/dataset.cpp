@@ -249,4 +249,14 @@ Status Dataset::close() {
   return s;
 }
 
+void Dataset::abandon() {
+  impl_->dirty_.clear();
+  impl_->dirty_bytes_ = 0;
+  impl_->new_times_.clear();
+  impl_->files_->abort();
+  impl_->closed_ = true;
+}
+
+bool Dataset::closed() const { return impl_->closed_; }
+
 }  // namespace hzio

@@ -85,9 +85,10 @@ def test_read_box_level_matches_numpy_grid(tmp_path, seed, index):
         assert checked > 0
 
 
-def _random_key(rng, shape, allow_empty=False):
+def _random_key(rng, shape, allow_empty=False, vector=False):
+    """A random numpy key over the spatial axes: ints, slices (steps >= 1), maybe ``...``."""
     key = []
-    for n in shape[: int(rng.integers(1, len(shape) + 1))]:
+    for n in shape:
         if rng.random() < 0.25:
             key.append(int(rng.integers(-n, n)))
             continue
@@ -98,8 +99,12 @@ def _random_key(rng, shape, allow_empty=False):
             if allow_empty or len(range(*slice(start, stop, step).indices(n))):
                 break
         key.append(slice(start, stop, step))
-    if rng.random() < 0.2 and len(key) < len(shape):
-        key.insert(int(rng.integers(len(key) + 1)), Ellipsis)
+    if rng.random() < 0.3:  # trailing axes implied
+        key = key[: int(rng.integers(1, len(key) + 1))]
+    elif rng.random() < 0.3:  # an Ellipsis standing for full slices
+        i = int(rng.integers(len(key)))
+        j = len(key) if vector else int(rng.integers(i, len(key) + 1))
+        key[i:j] = [Ellipsis]
     return tuple(key) if len(key) > 1 or rng.random() < 0.5 else key[0]
 
 
@@ -112,7 +117,7 @@ def test_getitem_matches_numpy(tmp_path, rng, shape, dtype):
         ds.write(src, field="v")
     with hzio.open(str(path)) as ds:
         for _ in range(150):
-            key = _random_key(rng, shape)
+            key = _random_key(rng, shape, vector=he.split_dtype(dtype)[1] > 1)
             want = src[key]
             got = np.asarray(ds[key])
             assert got.shape == want.shape and got.dtype == want.dtype, key

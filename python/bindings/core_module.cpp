@@ -1,0 +1,176 @@
+// nanobind glue for hzio._core: the C++ Dataset and ProgressiveRead with x-first tuples and raw
+// buffers. The Python package (python/hzio) adds NumPy ergonomics; errors become hzio.Error subclasses.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include "hzio/dataset.hpp"
+
+namespace nb = nanobind;
+using namespace hzio;
+
+namespace {
+
+struct HzioError {
+  Status status;
+};
+
+void check(const Status& s) {
+  if (!s.is_ok()) throw HzioError{s};
+}
+
+template <class T>
+T take(Result<T>&& r) {
+  if (!r.is_ok()) throw HzioError{r.status()};
+  return std::move(r).value();
+}
+
+using Triple = std::tuple<int64_t, int64_t, int64_t>;
+Point point(const Triple& t) { return {std::get<0>(t), std::get<1>(t), std::get<2>(t)}; }
+Triple triple(const Point& p) { return {p[0], p[1], p[2]}; }
+Box box(const Triple& lo, const Triple& hi) { return Box{point(lo), point(hi)}; }
+
+nb::dict report_dict(const ReadReport& r) {
+  nb::dict d;
+  d["files_opened"] = r.files_opened;
+  d["blocks_read"] = r.blocks_read;
+  d["blocks_missing"] = r.blocks_missing;
+  d["bytes_read"] = r.bytes_read;
+  d["min_bytes"] = r.min_bytes;
+  d["method"] = r.method;
+  return d;
+}
+
+using Buffer = nb::ndarray<nb::c_contig, nb::device::cpu>;
+
+std::unique_ptr<Dataset> create(const std::string& path, std::vector<int64_t> dims,
+                                std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> fields,
+                                std::string bitmask, int bits_per_block, int64_t blocks_per_file,
+                                std::vector<int64_t> times, bool overwrite, bool durable, int threads) {
+  CreateOptions o;
+  o.dims = std::move(dims);
+  for (auto& [name, dtype, codec, layout, dflt] : fields) {
+    FieldSpec f;
+    f.name = name;
+    auto dt = DType::parse(dtype);
+    if (!dt.is_ok()) throw HzioError{invalid_argument(dt.status().message())};
+    f.dtype = dt.value();
+    f.codec = codec;
+    if (layout != "hzorder" && layout != "rowmajor") {
+      throw HzioError{invalid_argument("layout '" + layout + "' is not 'hzorder' or 'rowmajor'")};
+    }
+    f.layout = layout == "rowmajor" ? Layout::kRowMajor : Layout::kHzOrder;
+    f.default_value = dflt;
+    o.fields.push_back(f);
+  }
+  o.bitmask = std::move(bitmask);
+  o.bits_per_block = bits_per_block;
+  o.blocks_per_file = blocks_per_file;
+  o.times = std::move(times);
+  o.overwrite = overwrite;
+  OpenOptions oo;
+  oo.durable = durable;
+  oo.threads = threads;
+  nb::gil_scoped_release release;
+  return take(Dataset::create(path, o, oo));
+}
+
+std::unique_ptr<Dataset> open(const std::string& path, bool writable, bool durable, int threads) {
+  OpenOptions oo;
+  oo.writable = writable;
+  oo.durable = durable;
+  oo.threads = threads;
+  nb::gil_scoped_release release;
+  return take(Dataset::open(path, oo));
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const HzioError& e) {
+      nb::object errors = nb::module_::import_("hzio.errors");
+      nb::object cls = errors.attr("error_class")(static_cast<int>(e.status.code()));
+      PyErr_SetObject(cls.ptr(), nb::str(e.status.message().c_str()).ptr());
+    }
+  });
+
+  nb::class_<Dataset>(m, "Dataset")
+      .def_static("create", &create, nb::arg("path"), nb::arg("dims"), nb::arg("fields"), nb::arg("bitmask"),
+                  nb::arg("bits_per_block"), nb::arg("blocks_per_file"), nb::arg("times"), nb::arg("overwrite"),
+                  nb::arg("durable"), nb::arg("threads"))
+      .def_static("open", &open, nb::arg("path"), nb::arg("writable"), nb::arg("durable"), nb::arg("threads"))
+      .def_prop_ro("path", &Dataset::path)
+      .def_prop_ro("ndim", &Dataset::ndim)
+      .def_prop_ro("dims", [](const Dataset& d) { return triple(d.dims()); })
+      .def_prop_ro("fields", [](const Dataset& d) {
+        std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> out;
+        for (const auto& f : d.fields()) {
+          out.emplace_back(f.name, f.dtype.to_string(), f.codec, f.layout == Layout::kRowMajor ? "rowmajor" : "hzorder",
+                           f.default_value);
+        }
+        return out;
+      })
+      .def_prop_ro("times", &Dataset::times)
+      .def_prop_ro("max_level", &Dataset::max_level)
+      .def_prop_ro("bitmask", &Dataset::bitmask)
+      .def_prop_ro("bits_per_block", &Dataset::bits_per_block)
+      .def_prop_ro("blocks_per_file", &Dataset::blocks_per_file)
+      .def_prop_ro("block_count", &Dataset::block_count)
+      .def_prop_ro("closed", &Dataset::closed)
+      .def("level_grid", [](const Dataset& d, Triple lo, Triple hi, int level) {
+        SampleGrid g = take(d.level_grid(box(lo, hi), level));
+        return std::make_tuple(triple(g.origin), triple(g.spacing), triple(g.count));
+      })
+      .def("write_box", [](Dataset& d, Triple lo, Triple hi, const std::string& field, int64_t time, Buffer data) {
+        const void* ptr = data.data();
+        const size_t n = data.nbytes();
+        nb::gil_scoped_release release;
+        check(d.write_box(box(lo, hi), field, time, ptr, n));
+      })
+      .def("read_box", [](Dataset& d, Triple lo, Triple hi, int level, const std::string& field, int64_t time, Buffer out) {
+        ReadReport r;
+        void* ptr = out.data();
+        const size_t n = out.nbytes();
+        {
+          nb::gil_scoped_release release;
+          check(d.read_box(box(lo, hi), level, field, time, ptr, n, &r));
+        }
+        return report_dict(r);
+      })
+      .def("flush", [](Dataset& d) {
+        nb::gil_scoped_release release;
+        check(d.flush());
+      })
+      .def("close", [](Dataset& d) {
+        nb::gil_scoped_release release;
+        check(d.close());
+      })
+      .def("abandon", &Dataset::abandon);
+
+  nb::class_<ProgressiveRead>(m, "ProgressiveRead")
+      .def_static("start", [](Dataset& d, Triple lo, Triple hi, const std::string& field, int64_t time, std::vector<int> levels) {
+        return take(ProgressiveRead::start(d, box(lo, hi), field, time, std::move(levels)));
+      }, nb::keep_alive<0, 1>())
+      .def_prop_ro("done", &ProgressiveRead::done)
+      .def_prop_ro("next_level", &ProgressiveRead::next_level)
+      .def("next_grid", [](const ProgressiveRead& p) {
+        SampleGrid g = take(p.next_grid());
+        return std::make_tuple(triple(g.origin), triple(g.spacing), triple(g.count));
+      })
+      .def("next", [](ProgressiveRead& p, Buffer out) {
+        ReadReport r;
+        void* ptr = out.data();
+        const size_t n = out.nbytes();
+        {
+          nb::gil_scoped_release release;
+          check(p.next(ptr, n, &r));
+        }
+        return report_dict(r);
+      });
+}

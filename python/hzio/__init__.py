@@ -1,0 +1,80 @@
+"""hzio: parallel multiresolution I/O for IDX datasets (hierarchical Z order), interoperable with OpenVisus.
+
+Examples
+--------
+>>> import numpy as np, hzio, tempfile, os
+>>> path = os.path.join(tempfile.mkdtemp(), "field.idx")
+>>> with hzio.create(path, shape=(32, 32, 32), fields={"temperature": "float32"}, codec="zip") as ds:
+...     ds.write(np.ones((32, 32, 32), np.float32))
+>>> with hzio.open(path) as ds:
+...     ds.read(level=ds.max_level - 3).shape
+(16, 16, 16)
+"""
+
+from . import _core
+from .dataset import Dataset
+from ._types import parse_dtype
+from .errors import (CorruptError, Error, FormatError, InternalError, InvalidArgumentError, IoError, NotFoundError,
+                     UnsupportedError)
+
+__version__ = "0.1.0"
+
+__all__ = ["create", "open", "Dataset", "Error", "FormatError", "CorruptError", "NotFoundError",
+           "InvalidArgumentError", "IoError", "UnsupportedError", "InternalError"]
+
+
+def _fields_list(fields, codec, layout):
+    items = fields.items() if isinstance(fields, dict) else fields
+    out = []
+    for item in items:
+        name, dtype = item[0], item[1]
+        opts = item[2] if len(item) > 2 else {}
+        out.append((str(name), parse_dtype(dtype)[0], str(opts.get("codec", codec)), str(opts.get("layout", layout)),
+                    float(opts.get("default_value", 0))))
+    if not out:
+        raise InvalidArgumentError("a dataset needs at least one field")
+    return out
+
+
+def create(path, shape, fields, bitmask=None, bits_per_block=None, blocks_per_file=None, codec="raw",
+           layout="hzorder", times=None, overwrite=False, durable=True, threads=0):
+    """Create an IDX dataset and return it open for writing (Local; a context manager).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The .idx file; data files go in a folder named after it.
+    shape : tuple of int
+        ``(nz, ny, nx)`` or ``(ny, nx)``.
+    fields : dict or list
+        Name to dtype (``"float32"``, ``"float32[3]"``, ``"3*float32"``, NumPy dtypes), or a list of
+        ``(name, dtype)`` / ``(name, dtype, {"codec": ..., "layout": ..., "default_value": ...})``.
+    bitmask, bits_per_block, blocks_per_file : optional
+        None means the OpenVisus default.
+    codec : str
+        ``"raw"``, ``"zip"``, ``"lz4"`` or ``"zfp-<enc>-<dec>"`` (e.g. ``"zfp-reversible-reversible"``).
+    layout : str
+        ``"hzorder"`` (default) or ``"rowmajor"``: sample order inside new blocks.
+    times : iterable of int, optional
+        Timesteps; None means one timestep 0 without a time folder. More can be written later.
+    overwrite : bool
+        Replace an existing dataset at ``path``.
+    durable : bool
+        fsync data files and the .idx at each commit.
+    """
+    import os
+    shape = tuple(int(v) for v in shape)
+    if not 1 <= len(shape) <= 3:
+        raise InvalidArgumentError(f"shape needs 1 to 3 axes, got {shape}")
+    core = _core.Dataset.create(os.fspath(path), list(reversed(shape)), _fields_list(fields, codec, layout),
+                                bitmask or "", int(bits_per_block or 0), int(blocks_per_file or 0),
+                                [int(t) for t in (times or [])], bool(overwrite), bool(durable), int(threads))
+    return Dataset(core)
+
+
+def open(path, mode="r", durable=True, threads=0):  # noqa: A001 - mirrors the builtin on purpose
+    """Open an existing dataset (Local; a context manager). ``mode`` is ``"r"`` or ``"r+"``."""
+    import os
+    if mode not in ("r", "r+"):
+        raise InvalidArgumentError(f"mode must be 'r' or 'r+', got {mode!r}")
+    return Dataset(_core.Dataset.open(os.fspath(path), mode == "r+", bool(durable), int(threads)))

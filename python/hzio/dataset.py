@@ -1,0 +1,286 @@
+"""The NumPy-facing :class:`Dataset`: create/open, read boxes at any level, slicing, progressive reads.
+
+Arrays are C order ``[z, y, x]`` (``[y, x]`` for 2-D datasets) with a trailing component axis for
+vector fields, exactly as OpenVisus returns them.
+"""
+
+import numpy as np
+
+from . import _core
+from ._indexing import box_of_slices, plan, select
+from ._types import parse_dtype, to_xfirst, to_zyx
+from .errors import InvalidArgumentError
+
+
+class Dataset:
+    """An IDX dataset opened by :func:`hzio.create` or :func:`hzio.open`. Use it as a context manager.
+
+    Examples
+    --------
+    >>> import numpy as np, hzio, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "demo.idx")
+    >>> with hzio.create(path, shape=(4, 8, 16), fields={"t": "float32"}) as ds:
+    ...     ds.write(np.arange(512, dtype=np.float32).reshape(4, 8, 16))
+    >>> with hzio.open(path) as ds:
+    ...     print(ds.shape, ds[1, 2, 3], ds.read(level=0).shape)
+    (4, 8, 16) 147.0 (1, 1, 1)
+    """
+
+    def __init__(self, core):
+        self._core = core
+        self._ndim = core.ndim
+        self._fields = {name: parse_dtype(dtype) for name, dtype, _, _, _ in core.fields}
+        self.last_report = None
+
+    # ---------------------------------------------------------------- metadata
+    @property
+    def path(self):
+        """Absolute path of the .idx file."""
+        return self._core.path
+
+    @property
+    def shape(self):
+        """Samples per axis, ``(nz, ny, nx)`` or ``(ny, nx)``."""
+        return to_zyx(self._core.dims, self._ndim)
+
+    @property
+    def ndim(self):
+        return self._ndim
+
+    @property
+    def fields(self):
+        """Field name to dtype string (``"float32"``, ``"float32[3]"``), in file order."""
+        return {name: spec[0] for name, spec in self._fields.items()}
+
+    @property
+    def times(self):
+        """Timesteps, ascending."""
+        return list(self._core.times)
+
+    @property
+    def max_level(self):
+        """The finest resolution level (the bitmask length)."""
+        return self._core.max_level
+
+    @property
+    def bitmask(self):
+        return self._core.bitmask
+
+    @property
+    def bits_per_block(self):
+        return self._core.bits_per_block
+
+    @property
+    def blocks_per_file(self):
+        return self._core.blocks_per_file
+
+    @property
+    def block_count(self):
+        return self._core.block_count
+
+    @property
+    def codecs(self):
+        """Field name to codec spec of new blocks (``"raw"``, ``"zip"``, ...)."""
+        return {name: codec for name, _, codec, _, _ in self._core.fields}
+
+    @property
+    def layouts(self):
+        """Field name to layout of new blocks (``"hzorder"`` or ``"rowmajor"``)."""
+        return {name: layout for name, _, _, layout, _ in self._core.fields}
+
+    def __repr__(self):
+        state = "closed" if self._core.closed else "open"
+        fields = ", ".join(f"{k}: {v}" for k, v in self.fields.items())
+        return (f"<hzio.Dataset {self.path!r} shape={self.shape} fields={{{fields}}} times={self.times} "
+                f"max_level={self.max_level} bitmask={self.bitmask} ({state})>")
+
+    # ---------------------------------------------------------------- helpers
+    def _field(self, field):
+        if field is None:
+            return next(iter(self._fields))
+        if field not in self._fields:
+            raise KeyError(f"dataset {self.path} has no field {field!r}; fields: {list(self._fields)}")
+        return field
+
+    def _time(self, time):
+        return self.times[0] if time is None else int(time)
+
+    def _box(self, box):
+        if box is None:
+            return (0,) * self._ndim, self.shape
+        lo, hi = box
+        if len(lo) != self._ndim or len(hi) != self._ndim:
+            raise InvalidArgumentError(f"box needs {self._ndim} coordinates per corner ([z, y, x] order), got {box!r}")
+        return tuple(int(v) for v in lo), tuple(int(v) for v in hi)
+
+    def _alloc(self, field, counts_zyx, out):
+        _, scalar, comps = self._fields[field]
+        shape = tuple(counts_zyx) + ((comps,) if comps > 1 else ())
+        if out is None:
+            return np.empty(shape, dtype=scalar)
+        if out.shape != shape or out.dtype != scalar or not out.flags.c_contiguous:
+            raise InvalidArgumentError(f"out must be a C-contiguous {scalar} array of shape {shape}, got "
+                                       f"{out.dtype} {out.shape}")
+        return out
+
+    # ---------------------------------------------------------------- reads
+    def level_shape(self, level, box=None):
+        """Shape of ``read(box, level)`` without reading."""
+        lo, hi = self._box(box)
+        _, _, count = self._core.level_grid(to_xfirst(lo, self._ndim, 0), to_xfirst(hi, self._ndim, 1), level)
+        return to_zyx(count, self._ndim)
+
+    def read(self, box=None, level=None, field=None, time=None, out=None):
+        """Read the samples of levels ``0..level`` inside ``box``.
+
+        Parameters
+        ----------
+        box : ((z0, y0, x0), (z1, y1, x1)), optional
+            Exclusive upper corner; the whole dataset when None.
+        level : int, optional
+            Resolution level; None means full resolution (``max_level``). The result is the level's
+            grid aligned to 0 inside the box, the same grid OpenVisus returns for ``max_resolution``.
+        field, time : optional
+            Default to the first field and the first timestep.
+        out : numpy.ndarray, optional
+            Filled in place (C-contiguous, right shape and dtype) instead of a new array.
+
+        Examples
+        --------
+        >>> ds.read(box=((0, 0, 0), (2, 4, 4)), level=ds.max_level - 3)  # doctest: +SKIP
+        """
+        field, time = self._field(field), self._time(time)
+        lo, hi = self._box(box)
+        level = -1 if level is None else int(level)
+        lo3, hi3 = to_xfirst(lo, self._ndim, 0), to_xfirst(hi, self._ndim, 1)
+        _, _, count = self._core.level_grid(lo3, hi3, level)
+        arr = self._alloc(field, to_zyx(count, self._ndim), out)
+        self.last_report = self._core.read_box(lo3, hi3, level, field, time, arr)
+        return arr
+
+    def __getitem__(self, key):
+        """Full-resolution reads with NumPy's basic indexing (ints, slices with any step, ``...``)."""
+        return self._getitem(key, field=None, time=None)
+
+    def _getitem(self, key, field, time):
+        field = self._field(field)
+        lo, hi, picks = plan(key, self.shape)
+        if lo is None:
+            _, scalar, comps = self._fields[field]
+            shape = tuple(len(p) for p in picks if not isinstance(p, int)) + ((comps,) if comps > 1 else ())
+            return np.empty(shape, dtype=scalar)
+        return select(self.read((lo, hi), field=field, time=time), picks)
+
+    def level(self, level, field=None, time=None):
+        """A view whose ``[...]`` reads the samples of levels ``0..level`` inside a full-resolution box.
+
+        Only step-1 slices, ints and ``...`` are accepted; an int selects one plane and drops the axis.
+        """
+        return _LevelView(self, int(level), field, time)
+
+    def field(self, name, time=None):
+        """A view with the same slicing for another field (and optionally another timestep)."""
+        return _FieldView(self, self._field(name), time)
+
+    def progressive(self, box=None, field=None, time=None, levels=None):
+        """Yield ``(level, array)`` coarse to fine; each step reads only blocks no earlier step read.
+
+        ``levels`` defaults to every ``ndim``-th level ending at ``max_level`` (each step doubles the
+        resolution along every axis).
+        """
+        field, time = self._field(field), self._time(time)
+        lo, hi = self._box(box)
+        if levels is None:
+            levels = list(range(self.max_level, -1, -self._ndim))[::-1]
+        reader = _core.ProgressiveRead.start(self._core, to_xfirst(lo, self._ndim, 0), to_xfirst(hi, self._ndim, 1),
+                                             field, time, [int(v) for v in levels])
+        while not reader.done:
+            level = reader.next_level
+            _, _, count = reader.next_grid()
+            arr = self._alloc(field, to_zyx(count, self._ndim), None)
+            self.last_report = reader.next(arr)
+            self.last_report["level"] = level
+            yield level, arr
+
+    # ---------------------------------------------------------------- writes
+    def write(self, array, offset=None, field=None, time=None):
+        """Write ``array`` (``[z, y, x]`` plus a component axis for vector fields) at ``offset``.
+
+        The dtype must cast safely to the field's; the data is copied before returning and committed
+        on :meth:`flush` or :meth:`close`.
+        """
+        field, time = self._field(field), self._time(time)
+        _, scalar, comps = self._fields[field]
+        array = np.asarray(array)
+        if not np.can_cast(array.dtype, scalar, casting="safe"):
+            raise InvalidArgumentError(f"cannot write {array.dtype} data to field {field!r} of dtype {scalar} "
+                                       "without losing values; convert it explicitly")
+        spatial = array.shape[:-1] if comps > 1 else array.shape
+        if array.ndim != self._ndim + (comps > 1) or (comps > 1 and array.shape[-1] != comps):
+            raise InvalidArgumentError(f"field {field!r} needs an array of {self._ndim} axes"
+                                       f"{f' plus a last axis of {comps}' if comps > 1 else ''}, got shape {array.shape}")
+        offset = (0,) * self._ndim if offset is None else tuple(int(v) for v in offset)
+        if len(offset) != self._ndim:
+            raise InvalidArgumentError(f"offset needs {self._ndim} values ([z, y, x] order), got {offset}")
+        hi = tuple(o + n for o, n in zip(offset, spatial))
+        data = np.ascontiguousarray(array, dtype=scalar)
+        self._core.write_box(to_xfirst(offset, self._ndim, 0), to_xfirst(hi, self._ndim, 1), field, time, data)
+
+    def __setitem__(self, key, value):
+        """``ds[z0:z1, y0:y1, x0:x1] = array`` for step-1 slices (ints keep NumPy's axis dropping)."""
+        lo, hi, dropped = box_of_slices(key, self.shape, "assignment")
+        field = self._field(None)
+        comps = self._fields[field][2]
+        value = np.asarray(value)
+        shape = tuple(h - l for l, h in zip(lo, hi))
+        target = tuple(n for a, n in enumerate(shape) if a not in dropped) + ((comps,) if comps > 1 else ())
+        value = np.broadcast_to(value, target).reshape(shape + ((comps,) if comps > 1 else ()))
+        self.write(value, offset=lo, field=field)
+
+    def flush(self):
+        """Commit every write so far: data files made durable first, then the .idx replaced atomically."""
+        self._core.flush()
+
+    def close(self):
+        """Commit and close. Further use raises hzio.InvalidArgumentError."""
+        if not self._core.closed:
+            self._core.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        elif not self._core.closed:
+            self._core.abandon()  # an exception inside the block: keep the last committed state
+        return False
+
+
+class _LevelView:
+    def __init__(self, ds, level, field, time):
+        self._ds, self._level, self._field, self._time = ds, level, field, time
+
+    def __getitem__(self, key):
+        lo, hi, dropped = box_of_slices(key, self._ds.shape, f"ds.level({self._level})[...]")
+        arr = self._ds.read((lo, hi), level=self._level, field=self._field, time=self._time)
+        for a in reversed(dropped):
+            if arr.shape[a] == 0:
+                raise IndexError(f"plane {lo[a]} along axis {a} holds no samples of level {self._level}")
+            arr = np.take(arr, 0, axis=a)
+        return arr
+
+    @property
+    def shape(self):
+        return self._ds.level_shape(self._level)
+
+
+class _FieldView:
+    def __init__(self, ds, field, time):
+        self._ds, self._field, self._time = ds, field, time
+
+    def __getitem__(self, key):
+        return self._ds._getitem(key, field=self._field, time=self._time)
+
+    def level(self, level):
+        return _LevelView(self._ds, int(level), self._field, self._time)

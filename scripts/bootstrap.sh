@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Sets up everything hzio needs on a fresh Debian 12 machine, then runs the demo or every test.
+#   scripts/bootstrap.sh demo   system packages, .venv/ with hzio (CLI at .venv/bin/hzio), then the demo
+#   scripts/bootstrap.sh test   the same setup, then the C++ (ctest), C, Python and MPI test suites
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what="${1:-test}"
+
+apt_packages=(build-essential cmake ninja-build pkg-config zlib1g-dev liblz4-dev libzfp-dev libgtest-dev
+              libopenmpi-dev openmpi-bin python3-venv python3-dev)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "== installing system packages: ${missing[*]}"
+  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# OpenVisusNoGui ships wheels for CPython 3.11: keep the environment on it.
+python=""
+for cand in python3.11 python3; do
+  if command -v "$cand" >/dev/null && "$cand" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+    python="$cand"; break
+  fi
+done
+[ -n "$python" ] || { echo "bootstrap: Python 3.11 is required (Debian 12's python3 is 3.11)" >&2; exit 1; }
+
+if [ ! -x .venv/bin/python ]; then
+  echo "== creating .venv with $($python --version)"
+  "$python" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" numpy pytest pillow mpi4py
+if [ "$what" = test ]; then
+  .venv/bin/python -m pip install -q OpenVisusNoGui
+fi
+
+echo "== building and installing hzio (C++ core, tests, Python extension)"
+.venv/bin/python -m pip install -q --no-build-isolation -Ccmake.define.HZIO_BUILD_TESTS=ON -Ccmake.define.HZIO_WITH_MPI=ON .
+build_dir=$(ls -d build/cp3*/ 2>/dev/null | head -n 1)
+
+case "$what" in
+  demo)
+    .venv/bin/python examples/demo.py
+    ;;
+  test)
+    echo "== C++ and C tests (ctest)"
+    ctest --test-dir "$build_dir" -j2 --output-on-failure --timeout 300
+    echo "== Python tests (pytest)"
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+    .venv/bin/python -m pytest -q -p no:cacheprovider tests/python
+    ;;
+  *)
+    echo "usage: scripts/bootstrap.sh demo|test" >&2; exit 2
+    ;;
+esac

@@ -1,0 +1,80 @@
+/* Exercises include/hzio/hzio.h from C: create, write, coarse and full reads, and error reporting. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hzio/hzio.h"
+
+static int failures = 0, passes = 0;
+
+#define CHECK(cond)                                                             \
+  do {                                                                          \
+    if (cond) {                                                                 \
+      ++passes;                                                                 \
+    } else {                                                                    \
+      ++failures;                                                               \
+      fprintf(stderr, "%s:%d: failed: %s (%s)\n", __FILE__, __LINE__, #cond,    \
+              hzio_last_error());                                               \
+    }                                                                           \
+  } while (0)
+
+int main(int argc, char** argv) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s.idx", argc > 1 ? argv[1] : "c_api_test_data");
+  enum { NX = 12, NY = 9, NZ = 5 };
+  static float data[NZ][NY][NX], back[NZ][NY][NX];
+  for (int z = 0; z < NZ; ++z)
+    for (int y = 0; y < NY; ++y)
+      for (int x = 0; x < NX; ++x) data[z][y][x] = (float)(x + 100 * y + 10000 * z);
+
+  hzio_field_spec fields[2] = {{"temperature", "float32", "zip", NULL, 0}, {"flag", "uint8", NULL, "rowmajor", 3}};
+  hzio_create_options o;
+  memset(&o, 0, sizeof o);
+  o.ndim = 3;
+  o.dims[0] = NX;
+  o.dims[1] = NY;
+  o.dims[2] = NZ;
+  o.fields = fields;
+  o.field_count = 2;
+  o.overwrite = 1;
+  hzio_dataset* ds = NULL;
+  CHECK(hzio_dataset_create(path, &o, &ds) == HZIO_OK);
+  int64_t lo[3] = {0, 0, 0}, hi[3] = {NX, NY, NZ};
+  CHECK(hzio_dataset_write_box(ds, lo, hi, "temperature", 0, data, sizeof data) == HZIO_OK);
+  CHECK(hzio_dataset_write_box(ds, lo, hi, "temperature", 0, data, 7) == HZIO_EINVAL);
+  CHECK(strstr(hzio_last_error(), "bytes") != NULL);
+  CHECK(hzio_dataset_close(ds) == HZIO_OK);
+
+  CHECK(hzio_dataset_open(path, 0, &ds) == HZIO_OK);
+  int ndim = 0, max_level = 0, nfields = 0;
+  int64_t dims[3];
+  CHECK(hzio_dataset_info(ds, &ndim, dims, &max_level, &nfields, NULL) == HZIO_OK);
+  CHECK(ndim == 3 && dims[0] == NX && dims[2] == NZ && nfields == 2);
+  CHECK(hzio_dataset_read_box(ds, lo, hi, -1, "temperature", 0, back, sizeof back) == HZIO_OK);
+  CHECK(memcmp(back, data, sizeof data) == 0);
+
+  int64_t origin[3], spacing[3], count[3];
+  CHECK(hzio_dataset_level_grid(ds, lo, hi, max_level - 3, origin, spacing, count) == HZIO_OK);
+  size_t n = (size_t)(count[0] * count[1] * count[2]);
+  float* coarse = malloc(n * sizeof(float));
+  CHECK(hzio_dataset_read_box(ds, lo, hi, max_level - 3, "temperature", 0, coarse, n * sizeof(float)) == HZIO_OK);
+  int ok = 1;
+  for (int64_t z = 0; z < count[2]; ++z)
+    for (int64_t y = 0; y < count[1]; ++y)
+      for (int64_t x = 0; x < count[0]; ++x)
+        ok &= coarse[(z * count[1] + y) * count[0] + x] ==
+              data[origin[2] + z * spacing[2]][origin[1] + y * spacing[1]][origin[0] + x * spacing[0]];
+  CHECK(ok);
+  free(coarse);
+
+  unsigned char flags[NZ][NY][NX];
+  CHECK(hzio_dataset_read_box(ds, lo, hi, -1, "flag", 0, flags, sizeof flags) == HZIO_OK);
+  CHECK(flags[0][0][0] == 3 && flags[NZ - 1][NY - 1][NX - 1] == 3);
+  CHECK(hzio_dataset_read_box(ds, lo, hi, -1, "nope", 0, back, sizeof back) == HZIO_ENOTFOUND);
+  CHECK(strstr(hzio_last_error(), "nope") != NULL);
+  CHECK(hzio_dataset_close(ds) == HZIO_OK);
+  CHECK(hzio_dataset_open("/nonexistent/x.idx", 0, &ds) == HZIO_ENOTFOUND);
+
+  printf("%d passed, %d failed\n", passes, failures);
+  return failures ? 1 : 0;
+}
