@@ -40,6 +40,18 @@ struct OpenOptions {
   size_t cache_bytes = size_t{256} << 20;  // bound on partially written blocks held in memory
 };
 
+// Where one block of a field and timestep is stored (for dump and verify tools).
+struct BlockInfo {
+  int64_t block = 0;
+  int level = 0;             // the block's level (bits_per_block for block 0, which holds 0..bpb)
+  std::string file;          // path of its data file
+  bool file_exists = false;
+  uint64_t offset = 0;       // 0 and size 0: missing
+  uint32_t size = 0;
+  uint32_t flags = 0;        // low nibble codec, 0x10 row-major
+  int64_t slot = 0;          // header table entry index of the block inside its file
+};
+
 class Dataset {
  public:
   // Local. Creates the dataset (.idx written at once, no data). Errors: kInvalidArgument (bad dims,
@@ -78,6 +90,13 @@ class Dataset {
   // naming the file and block), kIo.
   Status read_box(const Box& box, int level, std::string_view field, int64_t time, void* out, size_t out_bytes,
                   ReadReport* report = nullptr);
+
+  // Local. Where every block of (field, time) is stored, committed state only. Errors: kNotFound,
+  // kCorrupt (a header table that points outside its file), kIo.
+  Result<std::vector<BlockInfo>> block_infos(std::string_view field, int64_t time);
+  // Local. Reads and decodes one block. OK for a missing block. Errors: kCorrupt naming the file and
+  // block, kIo.
+  Status verify_block(std::string_view field, int64_t time, int64_t block);
 
   // Local. Commits: writes pending blocks, makes the data files durable, then replaces the .idx
   // atomically. Errors: kIo (nothing committed after the failing file; committed data stays intact).

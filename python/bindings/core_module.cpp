@@ -143,6 +143,31 @@ NB_MODULE(_core, m) {
         }
         return report_dict(r);
       })
+      .def("block_infos", [](Dataset& d, const std::string& field, int64_t time) {
+        std::vector<BlockInfo> infos;
+        {
+          nb::gil_scoped_release release;
+          infos = take(d.block_infos(field, time));
+        }
+        nb::list out;
+        for (const auto& b : infos) {
+          nb::dict e;
+          e["block"] = b.block;
+          e["level"] = b.level;
+          e["file"] = b.file;
+          e["file_exists"] = b.file_exists;
+          e["offset"] = b.offset;
+          e["size"] = b.size;
+          e["flags"] = b.flags;
+          e["slot"] = b.slot;
+          out.append(e);
+        }
+        return out;
+      })
+      .def("verify_block", [](Dataset& d, const std::string& field, int64_t time, int64_t block) {
+        nb::gil_scoped_release release;
+        check(d.verify_block(field, time, block));
+      })
       .def("flush", [](Dataset& d) {
         nb::gil_scoped_release release;
         check(d.flush());

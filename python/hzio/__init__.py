@@ -64,8 +64,8 @@ def create(path, shape, fields, bitmask=None, bits_per_block=None, blocks_per_fi
     """
     import os
     shape = tuple(int(v) for v in shape)
-    if not 1 <= len(shape) <= 3:
-        raise InvalidArgumentError(f"shape needs 1 to 3 axes, got {shape}")
+    if not 1 <= len(shape) <= 3 or min(shape) < 1:
+        raise InvalidArgumentError(f"shape needs 1 to 3 axes of at least one sample each, got {shape}")
     core = _core.Dataset.create(os.fspath(path), list(reversed(shape)), _fields_list(fields, codec, layout),
                                 bitmask or "", int(bits_per_block or 0), int(blocks_per_file or 0),
                                 [int(t) for t in (times or [])], bool(overwrite), bool(durable), int(threads))

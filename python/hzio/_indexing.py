@@ -10,7 +10,7 @@ from .errors import InvalidArgumentError
 def normalize_key(key, shape):
     """Expand ``key`` into one ``int`` or ``slice`` per axis of ``shape``.
 
-    Raises IndexError/TypeError exactly where NumPy basic indexing would, and TypeError for the forms
+    Raises IndexError exactly where NumPy basic indexing would, and for the forms
     hzio does not support (``None``, boolean or integer arrays).
     """
     if not isinstance(key, tuple):
@@ -19,12 +19,12 @@ def normalize_key(key, shape):
         raise IndexError("an index can only have a single ellipsis ('...')")
     for k in key:
         if k is None:
-            raise TypeError("hzio datasets do not support np.newaxis in an index; index the result instead")
+            raise IndexError("hzio datasets do not support np.newaxis in an index; index the result instead")
         if not (k is Ellipsis or isinstance(k, slice)):
             try:
                 operator.index(k)
             except TypeError:
-                raise TypeError(
+                raise IndexError(
                     f"hzio datasets support integers, slices and '...', not {type(k).__name__}"
                 ) from None
     n_real = sum(k is not Ellipsis for k in key)

@@ -9,7 +9,7 @@ import numpy as np
 from . import _core
 from ._indexing import box_of_slices, plan, select
 from ._types import parse_dtype, to_xfirst, to_zyx
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, NotFoundError
 
 
 class Dataset:
@@ -99,7 +99,7 @@ class Dataset:
         if field is None:
             return next(iter(self._fields))
         if field not in self._fields:
-            raise KeyError(f"dataset {self.path} has no field {field!r}; fields: {list(self._fields)}")
+            raise NotFoundError(f"dataset {self.path} has no field {field!r}; fields: {list(self._fields)}")
         return field
 
     def _time(self, time):
@@ -151,7 +151,7 @@ class Dataset:
         """
         field, time = self._field(field), self._time(time)
         lo, hi = self._box(box)
-        level = -1 if level is None else int(level)
+        level = -1 if level is None else _level(level, self.max_level)
         lo3, hi3 = to_xfirst(lo, self._ndim, 0), to_xfirst(hi, self._ndim, 1)
         _, _, count = self._core.level_grid(lo3, hi3, level)
         arr = self._alloc(field, to_zyx(count, self._ndim), out)
@@ -176,7 +176,7 @@ class Dataset:
 
         Only step-1 slices, ints and ``...`` are accepted; an int selects one plane and drops the axis.
         """
-        return _LevelView(self, int(level), field, time)
+        return _LevelView(self, _level(level, self.max_level), field, time)
 
     def field(self, name, time=None):
         """A view with the same slicing for another field (and optionally another timestep)."""
@@ -255,6 +255,13 @@ class Dataset:
         elif not self._core.closed:
             self._core.abandon()  # an exception inside the block: keep the last committed state
         return False
+
+
+def _level(level, max_level):
+    level = int(level)
+    if not 0 <= level <= max_level:
+        raise InvalidArgumentError(f"level {level} is outside [0, {max_level}]")
+    return level
 
 
 class _LevelView:

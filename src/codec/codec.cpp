@@ -32,29 +32,23 @@ std::string_view trim(std::string_view s) {
 }
 
 // Whole-string number parses: from_chars alone would accept "16abc" as 16.
-std::optional<long long> parse_int(std::string_view s) {
-  long long v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
+template <class T>
+bool parse_number(std::string_view s, T& value) {
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
 }
 
-std::optional<double> parse_double(std::string_view s) {
-  double v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
-}
-
-std::optional<ZfpMode> make_precision(std::optional<long long> bits) {
+std::optional<ZfpMode> make_precision(std::string_view text) {
+  long long bits = 0;
   // zfp codes at most 64 bit planes; 0 planes would store nothing.
-  if (!bits || *bits < 1 || *bits > 64) return std::nullopt;
-  return ZfpMode{ZfpMode::Kind::kPrecision, static_cast<double>(*bits)};
+  if (!parse_number(text, bits) || bits < 1 || bits > 64) return std::nullopt;
+  return ZfpMode{ZfpMode::Kind::kPrecision, static_cast<double>(bits)};
 }
 
-std::optional<ZfpMode> make_accuracy(std::optional<double> tolerance) {
-  if (!tolerance || !std::isfinite(*tolerance) || *tolerance <= 0) return std::nullopt;
-  return ZfpMode{ZfpMode::Kind::kAccuracy, *tolerance};
+std::optional<ZfpMode> make_accuracy(std::string_view text) {
+  double tolerance = 0;
+  if (!parse_number(text, tolerance) || !std::isfinite(tolerance) || tolerance <= 0) return std::nullopt;
+  return ZfpMode{ZfpMode::Kind::kAccuracy, tolerance};
 }
 
 std::optional<ZfpMode> parse_zfp_mode(std::string_view text) {
@@ -63,12 +57,12 @@ std::optional<ZfpMode> parse_zfp_mode(std::string_view text) {
   if (eq != std::string_view::npos) {
     const std::string_view key = text.substr(0, eq);
     const std::string_view value = text.substr(eq + 1);
-    if (iequals(key, "precision")) return make_precision(parse_int(value));
-    if (iequals(key, "accuracy")) return make_accuracy(parse_double(value));
+    if (iequals(key, "precision")) return make_precision(value);
+    if (iequals(key, "accuracy")) return make_accuracy(value);
     return std::nullopt;
   }
-  if (text.find('.') != std::string_view::npos) return make_accuracy(parse_double(text));
-  return make_precision(parse_int(text));
+  if (text.find('.') != std::string_view::npos) return make_accuracy(text);
+  return make_precision(text);
 }
 
 // "<enc>-<dec>": an accuracy such as 1e-3 contains '-', so try every split and require exactly one
@@ -216,8 +210,8 @@ Result<CodecKind> codec_kind_from_flags(uint32_t flags) {
     case 3: return CodecKind::kZip;
     case 7: return CodecKind::kLz4;
     case 8: return CodecKind::kZfp;
-    case 4: return corrupt("block compression code 4 (jpg) cannot be decoded by hzio");
-    case 6: return corrupt("block compression code 6 (png) cannot be decoded by hzio");
+    case 4: return unsupported("block compression code 4 (jpg) cannot be decoded by hzio");
+    case 6: return unsupported("block compression code 6 (png) cannot be decoded by hzio");
     default: return corrupt("unknown block compression code " + std::to_string(code));
   }
 }

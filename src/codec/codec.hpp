@@ -42,14 +42,14 @@ struct CodecSpec {
   std::string to_string() const;
 };
 
-// Local. Maps a flags low nibble to a kind. Errors: kCorrupt for codes hzio cannot decode
-// (jpg 4, png 6, and anything unknown), naming the code.
+// Local. Maps a flags low nibble to a kind. Errors: kUnsupported for jpg (4) and png (6), which
+// OpenVisus can write but hzio does not decode; kCorrupt for unknown codes. Both name the code.
 Result<CodecKind> codec_kind_from_flags(uint32_t flags);
 
 // Local, thread-safe. Compresses one block. `raw` holds prod(block_dims) samples of `dtype`
 // in the block's storage order; block_dims is the block grid (x first, unused axes 1) and
 // `ndim` the dataset dimension (zfp needs it). Replaces `out`. Errors: kUnsupported (zfp on a dtype
-// or dimension zfp cannot take), kInternal (compressor failure).
+// or dimension zfp cannot take), kInternal (compressor failure, or `raw` not prod(block_dims) samples).
 Status encode_block(const CodecSpec& spec, DType dtype, int ndim, const std::array<int64_t, 3>& block_dims,
                     std::span<const std::byte> raw, std::vector<std::byte>& out);
 

@@ -19,7 +19,7 @@ Result<Layout> load_block(const BlockLocation& where, const FieldCoding& field, 
   const Layout layout = (e.flags & format::kFlagRowMajor) ? Layout::kRowMajor : Layout::kHzOrder;
   auto kind = codec::codec_kind_from_flags(e.flags);
   auto where_text = [&] { return "file " + where.file->path() + ": block " + std::to_string(block) + ": "; };
-  if (!kind.is_ok()) return corrupt(where_text() + kind.status().message());
+  if (!kind.is_ok()) return Status(kind.status().code(), where_text() + kind.status().message());
   if (report) report->bytes_read += e.size;
   if (kind.value() == codec::CodecKind::kRaw) {
     if (e.size != out.size()) {

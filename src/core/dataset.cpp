@@ -107,7 +107,8 @@ Result<format::IdxFile> idx_for(const std::string& path, const CreateOptions& o)
     auto b = format::Bitmask::parse(o.bitmask);
     if (!b.is_ok()) return invalid_argument(b.status().message());
     idx.bitmask = b.value();
-    HZIO_RETURN_IF_ERROR(idx.bitmask.check_covers(dims));
+    Status covers = idx.bitmask.check_covers(dims);
+    if (!covers.is_ok()) return invalid_argument(covers.message());
     if (idx.bitmask.pdim() != ndim) {
       return invalid_argument("bitmask " + o.bitmask + " names " + std::to_string(idx.bitmask.pdim()) +
                               " axes but the dataset has " + std::to_string(ndim));

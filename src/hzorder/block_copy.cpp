@@ -1,6 +1,7 @@
 // The sample-moving kernels of HZ encode and decode (docs/design/hz-kernels.md explains the tables).
 #include "hzorder/block_copy.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -65,6 +66,56 @@ void copy_any(const Plan& p, std::byte* block, const ArrayView& a, size_t s, boo
   }
 }
 
+// A whole HZ run: walk the block in index order and reach the array through per-index-bit byte
+// weights, split into a 64-entry table for the low bits (a small neighbourhood, cache-resident)
+// and a table for the high bits. Sequential on the block side, local on the array side.
+template <size_t S, Direction D>
+void copy_hz_whole(const Run& run, const Plan& p, std::byte* block, const ArrayView& a) {
+  const auto& bits = run.luts->index_bits;
+  const int nbits = static_cast<int>(bits.size());
+  const int64_t row = a.grid.count[0], plane = row * a.grid.count[1];
+  const int64_t unit[kMaxDims] = {p.array_step[0] * static_cast<int64_t>(S),
+                                  p.array_step[1] * row * static_cast<int64_t>(S),
+                                  p.array_step[2] * plane * static_cast<int64_t>(S)};
+  auto weight = [&](int j) { return unit[bits[j].first] << bits[j].second; };
+  const int lo_bits = std::min(nbits, 6);
+  int64_t lo_off[64];
+  lo_off[0] = 0;
+  for (int64_t i = 1; i < (int64_t{1} << lo_bits); ++i) {
+    const int j = __builtin_ctzll(static_cast<unsigned long long>(i));
+    lo_off[i] = lo_off[i & (i - 1)] + weight(j);
+  }
+  const int64_t lo_n = int64_t{1} << lo_bits;
+  const int64_t hi_n = int64_t{1} << (nbits - lo_bits);
+  std::byte* base = a.data + (p.array_start[2] * plane + p.array_start[1] * row + p.array_start[0]) * static_cast<int64_t>(S);
+  std::byte* b = block + run.first * S;
+  int64_t hi_off = 0;
+  for (int64_t h = 0; h < hi_n; ++h) {
+    if (h) {  // Gray-free incremental update: add the new low bit's weight, drop the carried ones
+      hi_off = 0;
+      for (int64_t v = h; v; v &= v - 1) hi_off += weight(lo_bits + __builtin_ctzll(static_cast<unsigned long long>(v)));
+    }
+    std::byte* arr = base + hi_off;
+    for (int64_t i = 0; i < lo_n; ++i, b += S) {
+      if constexpr (D == Direction::kArrayToBlock) std::memcpy(b, arr + lo_off[i], S);
+      else std::memcpy(arr + lo_off[i], b, S);
+    }
+  }
+}
+
+template <Direction D>
+bool dispatch_whole(const Run& run, const Plan& p, std::byte* block, const ArrayView& a) {
+  switch (a.sample_bytes) {
+    case 1: copy_hz_whole<1, D>(run, p, block, a); return true;
+    case 2: copy_hz_whole<2, D>(run, p, block, a); return true;
+    case 4: copy_hz_whole<4, D>(run, p, block, a); return true;
+    case 8: copy_hz_whole<8, D>(run, p, block, a); return true;
+    case 12: copy_hz_whole<12, D>(run, p, block, a); return true;
+    case 16: copy_hz_whole<16, D>(run, p, block, a); return true;
+    default: return false;
+  }
+}
+
 template <Direction D>
 void dispatch(const Plan& p, std::byte* block, const ArrayView& a, bool rows_contiguous) {
   if (rows_contiguous) return copy_any<D>(p, block, a, a.sample_bytes, true);
@@ -90,6 +141,12 @@ int64_t copy_run(const Run& run, const Box& clip, std::byte* block, const ArrayV
     p.lut[a] = run.luts->axis[a].data();
   }
   p.first = run.first;
+  const bool whole = !run.luts->index_bits.empty() && p.lo == Point{0, 0, 0} && p.hi == run.ns;
+  if (whole) {
+    const bool done = direction == Direction::kArrayToBlock ? dispatch_whole<Direction::kArrayToBlock>(run, p, block, array)
+                                                            : dispatch_whole<Direction::kBlockToArray>(run, p, block, array);
+    if (done) return run.ns[0] * run.ns[1] * run.ns[2];
+  }
   const bool rows_contiguous = run.luts->x_is_identity && p.array_step[0] == 1;
   if (direction == Direction::kArrayToBlock) dispatch<Direction::kArrayToBlock>(p, block, array, rows_contiguous);
   else dispatch<Direction::kBlockToArray>(p, block, array, rows_contiguous);

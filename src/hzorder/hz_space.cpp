@@ -79,7 +79,11 @@ std::shared_ptr<const AxisLuts> HzSpace::hz_luts(int top, int nbits) const {
   if (slot) return slot;
   auto luts = std::make_shared<AxisLuts>();
   std::array<std::vector<int>, kMaxDims> bits;  // index bit positions per axis, least significant first
-  for (int j = 0; j < nbits; ++j) bits[bitmask_.axis_at(top - 1 - j)].push_back(j);
+  for (int j = 0; j < nbits; ++j) {
+    const int axis = bitmask_.axis_at(top - 1 - j);
+    luts->index_bits.emplace_back(static_cast<uint8_t>(axis), static_cast<uint8_t>(bits[axis].size()));
+    bits[axis].push_back(j);
+  }
   for (int a = 0; a < kMaxDims; ++a) {
     auto& lut = luts->axis[a];
     lut.resize(size_t{1} << bits[a].size());

@@ -19,6 +19,8 @@ namespace hzio::hzorder {
 struct AxisLuts {
   std::array<std::vector<uint32_t>, kMaxDims> axis;
   bool x_is_identity = false;  // lut[0][c] == c: rows are contiguous
+  // HZ order only: for index bit j, the axis and the coordinate bit it carries (empty for row-major).
+  std::vector<std::pair<uint8_t, uint8_t>> index_bits;
 };
 
 // A run of consecutive sample indices inside a block whose points form a regular grid:

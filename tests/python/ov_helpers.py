@@ -30,6 +30,11 @@ OpenVisus 2.2.149 quirks met while writing these helpers
   the files afterwards (zip in Python, others through the C++ path) and
   rewrites the ``.idx`` with ``default_compression(codec)``.
 * ``Array.fromNumPy`` needs C-contiguous input (``np.ascontiguousarray``).
+* ``default_value(N)`` is applied **byte-wise** (memset of ``N & 0xFF``): an
+  ``int16`` field with ``default_value(7)`` reads ``1799`` (0x0707) in unwritten
+  samples, ``default_value(-5)`` reads ``-1029``; a ``float32`` one reads
+  ``1.0158e-34``.  The writer stores these bytes inside partially written
+  blocks, so only 1-byte dtypes have an unambiguous default in interop tests.
 """
 
 from __future__ import annotations

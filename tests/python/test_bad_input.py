@@ -127,7 +127,7 @@ def test_handwritten_minimal_idx_is_accepted(tmp_path):
     idx = tmp_path / "ok.idx"
     idx.write_text("(version)\n6\n(box)\n0 15 0 7\n(fields)\ndata uint8\n(bits)\nV0101010\n")
     with hzio.open(str(idx)) as ds:
-        assert tuple(ds.shape) == (8, 16) and ds.bits_per_block == 7
+        assert tuple(ds.shape) == (8, 16) and ds.bits_per_block == 7 and ds.blocks_per_file == 1
         np.testing.assert_array_equal(ds.read(), np.zeros((8, 16), np.uint8))  # no .bin at all
 
 

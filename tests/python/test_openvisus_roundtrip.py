@@ -264,3 +264,20 @@ def test_default_bitmask_for_trailing_singleton_is_openvisus_readable(openvisus,
     assert he.covers(bitmask, shape), bitmask
     np.testing.assert_array_equal(oh.ov_read(path, "v"), src)
     assert oh.ov_info(path)["bitmask"] == bitmask
+
+
+@pytest.mark.parametrize("shape", [(2, 130, 260), (37, 5), (9, 6, 33)])
+def test_defaults_match_openvisus(openvisus, tmp_path, shape):
+    """``None`` parameters mean OpenVisus' defaults (bitmask guess, min(maxh, 16), one file)."""
+    src = np.arange(np.prod(shape), dtype=np.uint32).reshape(shape)
+    (tmp_path / "o").mkdir()
+    ov_path = oh.ov_write(tmp_path / "o" / "d.idx", {("f", 0): src}, shape)
+    with hzio.create(str(tmp_path / "d.idx"), shape=shape, fields={"f": "uint32"}) as ds:
+        ds.write(src, field="f")
+    want = oh.ov_info(ov_path)
+    with hzio.open(ov_path) as a, hzio.open(str(tmp_path / "d.idx")) as b:
+        for ds in (a, b):
+            assert (ds.bitmask, ds.max_level) == (want["bitmask"], want["max_level"])
+            assert (ds.bits_per_block, ds.blocks_per_file) == (want["bits_per_block"],
+                                                               want["blocks_per_file"])
+            np.testing.assert_array_equal(ds.read(field="f"), src)

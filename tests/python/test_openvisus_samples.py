@@ -140,6 +140,18 @@ def test_coarse_levels_match_numpy_grid(open_sample, rng, name):
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_reference_side_openvisus_reads_formulas(openvisus, samples_dir, name):
+    """Guards the helpers and the README formulas that the hzio comparisons rely on."""
+    info = oh.ov_info(samples_dir / f"{name}.idx")
+    shape, fields, times, bitmask, bpb, bpf = SAMPLES[name]
+    assert (info["shape"], info["fields"], info["times"]) == (shape, list(fields), times)
+    assert (info["bitmask"], info["bits_per_block"], info["blocks_per_file"]) == (bitmask, bpb, bpf)
+    for field, time in _combos(name):
+        got = oh.ov_read(samples_dir / f"{name}.idx", field, time)
+        np.testing.assert_array_equal(got, he.sample_value(name, shape, field, time))
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_coarse_levels_match_openvisus(openvisus, open_sample, samples_dir, rng, name):
     shape, fields, times, bitmask = SAMPLES[name][:4]
     ds = open_sample(name)
