@@ -202,6 +202,34 @@ class Dataset:
             self.last_report["level"] = level
             yield level, arr
 
+    # ---------------------------------------------------------------- blocks
+    def blocks(self, field=None, time=None):
+        """Where every block of a field and timestep is stored, as a NumPy structured array.
+
+        Columns: ``block``, ``level``, ``file`` (path), ``present``, ``offset``, ``size`` (payload
+        bytes), ``codec`` (flags low nibble: 0 raw, 3 zip, 7 lz4, 8 zfp), ``rowmajor`` and ``slot``.
+        Raises hzio.CorruptError when a header table points outside its file.
+        """
+        field, time = self._field(field), self._time(time)
+        rows = self._core.block_infos(field, time)
+        width = max([len(r["file"]) for r in rows] + [1])
+        dt = np.dtype([("block", np.int64), ("level", np.int32), ("file", f"U{width}"), ("present", bool),
+                       ("offset", np.uint64), ("size", np.uint32), ("codec", np.uint8), ("rowmajor", bool),
+                       ("slot", np.int64)])
+        out = np.zeros(len(rows), dtype=dt)
+        for i, r in enumerate(rows):
+            out[i] = (r["block"], r["level"], r["file"], r["offset"] != 0 and r["size"] != 0, r["offset"], r["size"],
+                      r["flags"] & 0x0F, bool(r["flags"] & 0x10), r["slot"])
+        return out
+
+    def verify_block(self, block, field=None, time=None):
+        """Read and decode one block; raises hzio.CorruptError (naming file and block) if it cannot be.
+
+        A missing block is not an error (it reads as the field's default value).
+        """
+        field, time = self._field(field), self._time(time)
+        self._core.verify_block(field, time, int(block))
+
     # ---------------------------------------------------------------- writes
     def write(self, array, offset=None, field=None, time=None):
         """Write ``array`` (``[z, y, x]`` plus a component axis for vector fields) at ``offset``.
