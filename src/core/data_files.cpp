@@ -23,6 +23,7 @@ struct DataFiles::Pending {
   std::vector<format::BlockEntry> entries;  // offsets into the log; zero = not written here
   bool canonical = true;                    // appended in entry order, each entry once
   int64_t last_index = -1;
+  std::string ready_path;                   // complete and durable, waiting for publish()
 };
 
 DataFiles::DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable)
@@ -127,8 +128,8 @@ Status DataFiles::rebuild(const Key& key, Pending& p, Stored* old) {
   if (s.is_ok()) s = out.write_at(0, header);
   if (s.is_ok() && durable_) s = out.sync();
   if (s.is_ok()) s = out.close();
-  if (s.is_ok()) s = io::rename_file(tmp, p.final_path, durable_);
-  if (!s.is_ok()) (void)io::remove_path(tmp);
+  if (s.is_ok()) p.ready_path = tmp;
+  else (void)io::remove_path(tmp);
   (void)io::remove_path(p.log_path);
   return s;
 }
@@ -146,18 +147,45 @@ Status DataFiles::finish(const Key& key, Pending& p) {
   format::encode_header_table(p.entries, header);
   Status s = p.log->write_at(0, header);
   if (s.is_ok() && durable_) s = p.log->sync();
-  if (s.is_ok()) s = io::rename_file(p.log_path, p.final_path, durable_);
-  if (!s.is_ok()) (void)io::remove_path(p.log_path);
+  if (s.is_ok()) p.ready_path = p.log_path;
+  else (void)io::remove_path(p.log_path);
   return s;
 }
 
 Status DataFiles::commit() {
+  HZIO_RETURN_IF_ERROR(prepare());
+  return publish();
+}
+
+Status DataFiles::prepare() {
   std::lock_guard lock(mutex_);
+  return prepare_locked();
+}
+
+Status DataFiles::prepare_locked() {
+  for (auto& [key, p] : pending_) {
+    if (!p->ready_path.empty()) continue;
+    Status s = finish(key, *p);
+    if (!s.is_ok()) {
+      for (auto& [k, q] : pending_) {
+        (void)io::remove_path(q->log_path);
+        if (!q->ready_path.empty()) (void)io::remove_path(q->ready_path);
+      }
+      pending_.clear();
+      return s;
+    }
+  }
+  return Status::ok();
+}
+
+Status DataFiles::publish() {
+  std::lock_guard lock(mutex_);
+  HZIO_RETURN_IF_ERROR(prepare_locked());
   Status first_error;
   for (auto& [key, p] : pending_) {
-    Status s = first_error.is_ok() ? finish(key, *p) : Status::ok();
+    Status s = first_error.is_ok() ? io::rename_file(p->ready_path, p->final_path, durable_) : Status::ok();
     if (!s.is_ok()) first_error = s;
-    if (!first_error.is_ok()) (void)io::remove_path(p->log_path);
+    if (!first_error.is_ok()) (void)io::remove_path(p->ready_path);
   }
   pending_.clear();
   stored_.clear();
@@ -166,7 +194,10 @@ Status DataFiles::commit() {
 
 void DataFiles::abort() {
   std::lock_guard lock(mutex_);
-  for (auto& [key, p] : pending_) (void)io::remove_path(p->log_path);
+  for (auto& [key, p] : pending_) {
+    (void)io::remove_path(p->log_path);
+    if (!p->ready_path.empty()) (void)io::remove_path(p->ready_path);
+  }
   pending_.clear();
 }
 

@@ -41,6 +41,10 @@ class DataFiles {
   // Local. Makes every written file final: each is rebuilt in canonical order (header, then payloads
   // by field and slot) when needed, synced if durable, and renamed over the old file.
   Status commit();
+  // Local. The two halves of commit(): prepare() leaves every file complete and durable under a
+  // temporary name; publish() renames them all into place. The parallel writer runs a barrier between.
+  Status prepare();
+  Status publish();
   // Local. Drops uncommitted logs.
   void abort();
   bool has_pending() const { return !pending_.empty(); }
@@ -59,6 +63,7 @@ class DataFiles {
   Result<Pending*> pending(const Key& key);
   Status finish(const Key& key, Pending& p);
   Status rebuild(const Key& key, Pending& p, Stored* old);
+  Status prepare_locked();
 
   const format::IdxFile* idx_;
   std::string idx_dir_;
