@@ -1,0 +1,61 @@
+// hzio::ParallelDataset: every MPI rank hands over its own boxes; flush() restructures, HZ-encodes,
+// aggregates to one rank per data file and writes. Public C++ API; needs MPI (include only in MPI codes).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "hzio/dataset.hpp"
+#include "hzio/write_report.hpp"
+
+namespace hzio {
+
+enum class AggregatorPlacement { kLocalized, kUniform };
+
+struct ParallelOptions {
+  // kLocalized: a file's aggregator is one of the ranks holding its samples, balanced over ranks;
+  // kUniform: aggregators spread evenly over the rank space regardless of data (for comparison).
+  AggregatorPlacement placement = AggregatorPlacement::kLocalized;
+  int aggregator_count = 0;                    // at most this many distinct aggregators; 0 = no cap
+  size_t aggregator_bytes = size_t{256} << 20;  // memory an aggregator may take per round
+  bool durable = true;                         // fsync data files and the .idx
+  int threads = 1;                             // encode threads per rank (ranks usually fill the cores)
+};
+
+class ParallelDataset {
+ public:
+  // Collective over `comm`. Creates the dataset (rank 0 writes the .idx); errors agree on every rank.
+  static Result<std::unique_ptr<ParallelDataset>> create(MPI_Comm comm, const std::string& path,
+                                                         const CreateOptions& options, const ParallelOptions& parallel = {});
+  // Collective. Opens an existing dataset for writing (and reading).
+  static Result<std::unique_ptr<ParallelDataset>> open(MPI_Comm comm, const std::string& path,
+                                                       const ParallelOptions& parallel = {});
+  ~ParallelDataset();
+
+  // Local. Stages a box of this rank; copies `data` (the buffer may be reused at once). Boxes of different
+  // ranks must not overlap. Errors: kInvalidArgument (box, size, field, time), as Dataset::write_box.
+  Status write_box(const Box& box, std::string_view field, int64_t time, const void* data, size_t size_bytes);
+
+  // Collective. Writes every staged box: the data files become durable, then the .idx is replaced.
+  // The files are byte-identical to a one-process write of the same data. Errors agree on every rank.
+  Result<WriteReport> flush();
+  // Collective. flush() then close. Errors agree on every rank.
+  Status close();
+
+  // Local. The dataset as this rank sees it (metadata, and Local reads of committed data).
+  Dataset& dataset();
+  MPI_Comm comm() const;
+  const WriteReport& last_report() const;
+
+  class Impl;
+
+ private:
+  explicit ParallelDataset(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hzio

@@ -1,0 +1,305 @@
+// hzio::ParallelDataset: staging, the collective flush pipeline and the two-phase commit
+// (docs/guide/parallel-io.md).
+#include "hzio/parallel.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+
+#include "core/dataset_impl.hpp"
+#include "format/file_name.hpp"
+#include "io/posix_file.hpp"
+#include "parallel/mpi_util.hpp"
+#include "parallel/pieces.hpp"
+#include "parallel/write_plan.hpp"
+
+namespace hzio {
+
+using parallel::agree;
+
+class ParallelDataset::Impl {
+ public:
+  struct Staged {
+    int field = 0;
+    int64_t time = 0;
+    Box box;
+    std::vector<std::byte> data;
+    std::vector<uint64_t> blocks;  // every block the box touches
+  };
+
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0, size = 1;
+  ParallelOptions options;
+  std::unique_ptr<Dataset> dataset;
+  std::vector<Staged> staged;
+  WriteReport report;
+  bool closed = false;
+
+  Dataset::Impl& ds() { return dataset->impl(); }
+  Result<WriteReport> flush();
+  Status exchange_round(const parallel::WritePlan& plan, const std::vector<int>& round, parallel::FlushTimes& t);
+  Status commit(const std::vector<int64_t>& times, parallel::FlushTimes& t);
+  WriteReport reduce(const parallel::WritePlan& plan, const parallel::FlushTimes& t, int64_t bytes);
+};
+
+namespace {
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+Result<std::unique_ptr<ParallelDataset::Impl>> make_impl(MPI_Comm comm, const ParallelOptions& options) {
+  auto impl = std::make_unique<ParallelDataset::Impl>();
+  MPI_Comm_dup(comm, &impl->comm);
+  MPI_Comm_rank(impl->comm, &impl->rank);
+  MPI_Comm_size(impl->comm, &impl->size);
+  impl->options = options;
+  return impl;
+}
+
+}  // namespace
+
+ParallelDataset::ParallelDataset(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+ParallelDataset::~ParallelDataset() {
+  if (impl_ && !impl_->closed) (void)close();
+  if (impl_ && impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
+}
+
+Result<std::unique_ptr<ParallelDataset>> ParallelDataset::create(MPI_Comm comm, const std::string& path,
+                                                                 const CreateOptions& options, const ParallelOptions& parallel) {
+  HZIO_ASSIGN_OR_RETURN(auto impl, make_impl(comm, parallel));
+  OpenOptions open{.writable = true, .durable = parallel.durable, .threads = parallel.threads};
+  Status s;
+  if (impl->rank == 0) {
+    auto ds = Dataset::create(path, options, open);
+    s = ds.status();
+    if (ds.is_ok()) impl->dataset = std::move(ds).value();
+  }
+  HZIO_RETURN_IF_ERROR(agree(impl->comm, s));
+  if (impl->rank != 0) {
+    auto ds = Dataset::open(path, open);
+    s = ds.status();
+    if (ds.is_ok()) impl->dataset = std::move(ds).value();
+  }
+  HZIO_RETURN_IF_ERROR(agree(impl->comm, s));
+  return std::unique_ptr<ParallelDataset>(new ParallelDataset(std::move(impl)));
+}
+
+Result<std::unique_ptr<ParallelDataset>> ParallelDataset::open(MPI_Comm comm, const std::string& path,
+                                                               const ParallelOptions& parallel) {
+  HZIO_ASSIGN_OR_RETURN(auto impl, make_impl(comm, parallel));
+  auto ds = Dataset::open(path, {.writable = true, .durable = parallel.durable, .threads = parallel.threads});
+  Status s = ds.status();
+  if (ds.is_ok() && ds.value()->impl().idx_.interleave > 1) s = unsupported("parallel writes of interleaved datasets");
+  HZIO_RETURN_IF_ERROR(agree(impl->comm, s));
+  impl->dataset = std::move(ds).value();
+  return std::unique_ptr<ParallelDataset>(new ParallelDataset(std::move(impl)));
+}
+
+Dataset& ParallelDataset::dataset() { return *impl_->dataset; }
+MPI_Comm ParallelDataset::comm() const { return impl_->comm; }
+const WriteReport& ParallelDataset::last_report() const { return impl_->report; }
+
+Status ParallelDataset::write_box(const Box& box, std::string_view field, int64_t time, const void* data, size_t size_bytes) {
+  auto& ds = impl_->ds();
+  int f = 0;
+  HZIO_RETURN_IF_ERROR(ds.check_field_time(field, time, true, f));
+  HZIO_RETURN_IF_ERROR(ds.check_box(box, "write"));
+  const size_t want = static_cast<size_t>(box.sample_count()) * ds.coding_[f].dtype.bytes();
+  if (size_bytes != want) {
+    return invalid_argument("write of box " + box.to_string() + " needs " + std::to_string(want) + " bytes of " +
+                            ds.coding_[f].dtype.to_string() + ", got " + std::to_string(size_bytes));
+  }
+  Impl::Staged s{f, time, box, {}, parallel::blocks_of_box(*ds.space_, box)};
+  s.data.assign(static_cast<const std::byte*>(data), static_cast<const std::byte*>(data) + size_bytes);
+  impl_->staged.push_back(std::move(s));
+  return Status::ok();
+}
+
+Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, const std::vector<int>& round,
+                                            parallel::FlushTimes& t) {
+  auto& d = ds();
+  std::vector<std::vector<std::byte>> out(static_cast<size_t>(size));
+  for (int c : round) {
+    const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(c)];
+    for (const Staged& s : staged) {
+      if (s.time != chunk.time) continue;
+      for (uint64_t b : s.blocks) {
+        const int64_t e = s.field * d.idx_.blocks_per_file + format::slot_in_file(d.idx_, static_cast<int64_t>(b));
+        if (format::first_block_of_file(d.idx_, static_cast<int64_t>(b)) == chunk.first_block && e >= chunk.entry_begin &&
+            e < chunk.entry_end) {
+          parallel::append_record(d, s.field, s.time, s.box, s.data.data(), b, out[static_cast<size_t>(chunk.aggregator)], t);
+        }
+      }
+    }
+  }
+  const double t0 = now();
+  std::vector<int> send_counts(static_cast<size_t>(size)), recv_counts(static_cast<size_t>(size));
+  Status too_big;
+  for (int r = 0; r < size; ++r) {
+    if (out[r].size() > static_cast<size_t>(INT_MAX)) too_big = unsupported("a round sends more than 2 GiB to one rank; lower aggregator_bytes");
+    send_counts[r] = static_cast<int>(std::min<size_t>(out[r].size(), INT_MAX));
+  }
+  HZIO_RETURN_IF_ERROR(agree(comm, too_big));
+  MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm);
+  std::vector<int> sdispl(static_cast<size_t>(size), 0), rdispl(static_cast<size_t>(size), 0);
+  std::vector<std::byte> send, recv;
+  int64_t stotal = 0, rtotal = 0;
+  for (int r = 0; r < size; ++r) {
+    stotal += send_counts[r];
+    rtotal += recv_counts[r];
+  }
+  Status overflow = (stotal > INT_MAX || rtotal > INT_MAX) ? unsupported("a round moves more than 2 GiB through one rank; lower aggregator_bytes") : Status::ok();
+  HZIO_RETURN_IF_ERROR(agree(comm, overflow));
+  send.reserve(static_cast<size_t>(stotal));
+  for (int r = 0; r < size; ++r) {
+    sdispl[r] = static_cast<int>(send.size());
+    send.insert(send.end(), out[r].begin(), out[r].end());
+    out[r] = {};
+  }
+  for (int r = 1; r < size; ++r) rdispl[r] = rdispl[r - 1] + recv_counts[r - 1];
+  recv.resize(static_cast<size_t>(rtotal));
+  MPI_Alltoallv(send.data(), send_counts.data(), sdispl.data(), MPI_BYTE, recv.data(), recv_counts.data(), rdispl.data(),
+                MPI_BYTE, comm);
+  t.phases.aggregate += now() - t0;
+  std::vector<parallel::Record> records;
+  Status s = parallel::parse_records(recv, records);
+  for (int c : round) {
+    const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(c)];
+    if (s.is_ok() && chunk.aggregator == rank) s = parallel::write_chunk(d, chunk, records, t);
+  }
+  return agree(comm, s);
+}
+
+Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times, parallel::FlushTimes& t) {
+  auto& d = ds();
+  double t0 = now();
+  Status s = agree(comm, d.files_->prepare());  // every file complete and durable under a temporary name
+  t.phases.write += now() - t0;
+  t0 = now();
+  if (s.is_ok()) s = agree(comm, d.files_->publish());
+  if (!s.is_ok()) {
+    d.files_->abort();
+    return s;
+  }
+  std::vector<int64_t> all = d.idx_.time.list();
+  bool grew = false;
+  for (int64_t tm : times) {
+    if (!d.idx_.time.contains(tm)) {
+      all.push_back(tm);
+      grew = true;
+    }
+  }
+  if (grew) {
+    format::IdxFile next = d.idx_;
+    next.time.set(all);
+    Status w = rank == 0 ? io::replace_file_atomically(d.path_, next.to_text(), options.durable) : Status::ok();
+    HZIO_RETURN_IF_ERROR(agree(comm, w));
+    d.idx_.time = next.time;
+  }
+  d.new_times_.clear();
+  t.phases.commit += now() - t0;
+  return Status::ok();
+}
+
+Result<WriteReport> ParallelDataset::Impl::flush() {
+  const double start = now();
+  auto& d = ds();
+  parallel::FlushTimes t;
+  const size_t levels = static_cast<size_t>(d.idx_.bitmask.max_level()) + 1;
+  t.level_hz.assign(levels, 0);
+  t.level_write.assign(levels, 0);
+  t.level_blocks.assign(levels, 0);
+  t.level_bytes.assign(levels, 0);
+  // Every rank learns every staged box: (field, time, lo, hi) per box.
+  double t0 = now();
+  std::vector<int64_t> mine;
+  int64_t bytes = 0;
+  for (const Staged& s : staged) {
+    mine.insert(mine.end(), {s.field, s.time, s.box.lo[0], s.box.lo[1], s.box.lo[2], s.box.hi[0], s.box.hi[1], s.box.hi[2]});
+    bytes += static_cast<int64_t>(s.data.size());
+  }
+  std::vector<int> counts;
+  const std::vector<int64_t> all = parallel::allgather_int64(comm, mine, counts);
+  std::vector<parallel::BoxInfo> boxes;
+  std::vector<int64_t> times;
+  size_t at = 0;
+  for (int r = 0; r < size; ++r) {
+    for (int i = 0; i < counts[r]; i += 8, at += 8) {
+      boxes.push_back({r, static_cast<int>(all[at]), all[at + 1], Box{{all[at + 2], all[at + 3], all[at + 4]}, {all[at + 5], all[at + 6], all[at + 7]}}});
+      times.push_back(all[at + 1]);
+    }
+  }
+  std::vector<int64_t> block_bytes;
+  for (size_t f = 0; f < d.coding_.size(); ++f) block_bytes.push_back(static_cast<int64_t>(d.block_bytes(static_cast<int>(f))));
+  const parallel::WritePlan plan = parallel::make_write_plan(d.idx_, *d.space_, boxes, size, options, block_bytes);
+  t.phases.restructure += now() - t0;
+  for (const auto& round : plan.rounds) {
+    Status s = exchange_round(plan, round, t);
+    if (!s.is_ok()) {
+      d.files_->abort();
+      staged.clear();
+      return s;
+    }
+  }
+  staged.clear();
+  HZIO_RETURN_IF_ERROR(commit(times, t));
+  t.phases.total = now() - start;
+  int64_t total_bytes = 0;
+  MPI_Allreduce(&bytes, &total_bytes, 1, MPI_INT64_T, MPI_SUM, comm);
+  report = reduce(plan, t, total_bytes);
+  return report;
+}
+
+WriteReport ParallelDataset::Impl::reduce(const parallel::WritePlan& plan, const parallel::FlushTimes& t, int64_t bytes) {
+  WriteReport r;
+  r.ranks = size;
+  r.aggregators = plan.aggregators;
+  r.rounds = static_cast<int>(plan.rounds.size());
+  r.placement = options.placement == AggregatorPlacement::kLocalized ? "localized" : "uniform";
+  r.bytes = bytes;
+  r.files = plan.files;
+  const PhaseTimes& p = t.phases;
+  double local[7] = {p.restructure, p.hz, p.aggregate, p.compress, p.write, p.commit, p.total};
+  double mx[7], sum[7];
+  MPI_Allreduce(local, mx, 7, MPI_DOUBLE, MPI_MAX, comm);
+  MPI_Allreduce(local, sum, 7, MPI_DOUBLE, MPI_SUM, comm);
+  auto fill = [](PhaseTimes& out, const double* v, double scale) {
+    out = {v[0] * scale, v[1] * scale, v[2] * scale, v[3] * scale, v[4] * scale, v[5] * scale, v[6] * scale};
+  };
+  fill(r.max, mx, 1.0);
+  fill(r.mean, sum, 1.0 / size);
+  const size_t n = t.level_hz.size();
+  std::vector<double> lt(2 * n), lmax(2 * n), lsum(2 * n);
+  std::vector<int64_t> lc(2 * n + 1), lcs(2 * n + 1);
+  for (size_t i = 0; i < n; ++i) {
+    lt[i] = t.level_hz[i];
+    lt[n + i] = t.level_write[i];
+    lc[i] = t.level_blocks[i];
+    lc[n + i] = t.level_bytes[i];
+  }
+  lc[2 * n] = t.file_bytes;
+  MPI_Allreduce(lt.data(), lmax.data(), static_cast<int>(2 * n), MPI_DOUBLE, MPI_MAX, comm);
+  MPI_Allreduce(lt.data(), lsum.data(), static_cast<int>(2 * n), MPI_DOUBLE, MPI_SUM, comm);
+  MPI_Allreduce(lc.data(), lcs.data(), static_cast<int>(2 * n + 1), MPI_INT64_T, MPI_SUM, comm);
+  for (size_t i = 0; i < n; ++i) {
+    if (lcs[i] == 0) continue;
+    r.levels.push_back({static_cast<int>(i), lcs[i], lcs[n + i], lmax[i], lsum[i] / size, lmax[n + i], lsum[n + i] / size});
+  }
+  r.file_bytes = lcs[2 * n];
+  return r;
+}
+
+Result<WriteReport> ParallelDataset::flush() {
+  if (impl_->closed) return invalid_argument("dataset " + impl_->ds().path_ + " is closed");
+  return impl_->flush();
+}
+
+Status ParallelDataset::close() {
+  if (impl_->closed) return invalid_argument("dataset is closed");
+  auto r = impl_->flush();
+  impl_->closed = true;
+  impl_->dataset->abandon();
+  return r.status();
+}
+
+}  // namespace hzio

@@ -1,0 +1,166 @@
+// MPI test: random decompositions written collectively must produce files byte-identical to a
+// one-process write of the same global arrays. Run under mpiexec with any rank count.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "hzio/parallel.hpp"
+
+namespace hzio {
+namespace {
+
+std::string g_dir;
+int g_rank = 0, g_size = 1;
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Splits [0, dims) into random non-overlapping boxes (recursive bisection at random planes).
+void split(const Box& b, std::mt19937& rng, int depth, std::vector<Box>& out) {
+  int axis = static_cast<int>(rng() % 3);
+  if (depth == 0 || b.extent(axis) < 2) {
+    out.push_back(b);
+    return;
+  }
+  const int64_t cut = b.lo[axis] + 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(b.extent(axis) - 1));
+  Box l = b, r = b;
+  l.hi[axis] = cut;
+  r.lo[axis] = cut;
+  split(l, rng, depth - 1, out);
+  split(r, rng, depth - 1, out);
+}
+
+struct Case {
+  Point dims;
+  std::string codec;
+  Layout layout;
+  int bpb;
+  int64_t bpf;
+  size_t budget;
+  AggregatorPlacement placement;
+};
+
+template <class T>
+std::vector<T> values(const Point& d, int comps, int salt) {
+  std::vector<T> v(static_cast<size_t>(d[0] * d[1] * d[2] * comps));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<T>((i * 2654435761u + salt) % 997);
+  return v;
+}
+
+template <class T>
+std::vector<T> sub(const std::vector<T>& all, const Point& d, const Box& b, int comps) {
+  std::vector<T> out;
+  for (int64_t z = b.lo[2]; z < b.hi[2]; ++z)
+    for (int64_t y = b.lo[1]; y < b.hi[1]; ++y)
+      for (int64_t x = b.lo[0]; x < b.hi[0]; ++x)
+        for (int c = 0; c < comps; ++c) out.push_back(all[static_cast<size_t>(((z * d[1] + y) * d[0] + x) * comps + c)]);
+  return out;
+}
+
+void run_case(const Case& c, int index) {
+  const std::string par = g_dir + "/par" + std::to_string(index) + ".idx";
+  const std::string ser = g_dir + "/ser" + std::to_string(index) + ".idx";
+  CreateOptions o;
+  o.dims = {c.dims[0], c.dims[1], c.dims[2]};
+  o.fields = {{"temp", {Scalar::kFloat32, 1}, c.codec, c.layout, 0}, {"vel", {Scalar::kInt16, 3}, "raw", c.layout, 5}};
+  o.bits_per_block = c.bpb;
+  o.blocks_per_file = c.bpf;
+  o.times = {0, 1};
+  o.overwrite = true;
+  ParallelOptions po;
+  po.aggregator_bytes = c.budget;
+  po.placement = c.placement;
+  std::mt19937 rng(1234 + index);  // same on every rank
+  std::vector<Box> boxes;
+  split({{0, 0, 0}, c.dims}, rng, 4, boxes);
+  std::vector<int> owner;
+  for (size_t i = 0; i < boxes.size(); ++i) owner.push_back(static_cast<int>(rng() % static_cast<unsigned>(g_size + 1)) % g_size);
+  auto temp = values<float>(c.dims, 1, index), temp1 = values<float>(c.dims, 1, index + 7);
+  auto vel = values<int16_t>(c.dims, 3, index);
+  {
+    auto ds = ParallelDataset::create(MPI_COMM_WORLD, par, o, po);
+    ASSERT_TRUE(ds.is_ok()) << ds.status().to_string();
+    for (size_t i = 0; i < boxes.size(); ++i) {
+      if (owner[i] != g_rank) continue;
+      auto t = sub(temp, c.dims, boxes[i], 1), t1 = sub(temp1, c.dims, boxes[i], 1);
+      auto v = sub(vel, c.dims, boxes[i], 3);
+      ASSERT_TRUE(ds.value()->write_box(boxes[i], "temp", 0, t.data(), t.size() * 4).is_ok());
+      ASSERT_TRUE(ds.value()->write_box(boxes[i], "temp", 1, t1.data(), t1.size() * 4).is_ok());
+      if (i % 3 != 1) ASSERT_TRUE(ds.value()->write_box(boxes[i], "vel", 0, v.data(), v.size() * 2).is_ok());
+    }
+    auto report = ds.value()->flush();
+    ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+    EXPECT_EQ(report->ranks, g_size);
+    ASSERT_TRUE(ds.value()->close().is_ok());
+  }
+  if (g_rank == 0) {
+    auto ds = Dataset::create(ser, o).value();
+    for (size_t i = 0; i < boxes.size(); ++i) {
+      auto t = sub(temp, c.dims, boxes[i], 1), t1 = sub(temp1, c.dims, boxes[i], 1);
+      auto v = sub(vel, c.dims, boxes[i], 3);
+      ASSERT_TRUE(ds->write_box(boxes[i], "temp", 0, t.data(), t.size() * 4).is_ok());
+      ASSERT_TRUE(ds->write_box(boxes[i], "temp", 1, t1.data(), t1.size() * 4).is_ok());
+      if (i % 3 != 1) ASSERT_TRUE(ds->write_box(boxes[i], "vel", 0, v.data(), v.size() * 2).is_ok());
+    }
+    ASSERT_TRUE(ds->close().is_ok());
+    namespace fs = std::filesystem;
+    const fs::path pd = g_dir + "/par" + std::to_string(index), sd = g_dir + "/ser" + std::to_string(index);
+    int files = 0;
+    for (const auto& e : fs::recursive_directory_iterator(sd)) {
+      if (!e.is_regular_file()) continue;
+      const fs::path rel = fs::relative(e.path(), sd);
+      ASSERT_TRUE(fs::exists(pd / rel)) << rel;
+      EXPECT_TRUE(slurp(e.path()) == slurp(pd / rel)) << "data file differs: " << rel;
+      ++files;
+    }
+    int par_files = 0;
+    for (const auto& e : fs::recursive_directory_iterator(pd)) par_files += e.is_regular_file();
+    EXPECT_EQ(files, par_files);
+    EXPECT_GT(files, 0);
+    std::string a = slurp(par), b = slurp(ser);
+    a.replace(a.find("./par"), 5, "./ser");  // the data folders are named after each dataset
+    EXPECT_EQ(a, b);
+    auto back = Dataset::open(par).value();
+    std::vector<float> out(temp.size());
+    ASSERT_TRUE(back->read_box({{0, 0, 0}, c.dims}, -1, "temp", 1, out.data(), out.size() * 4).is_ok());
+    EXPECT_EQ(out, temp1);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(ParallelWrite, ByteIdenticalToOneProcessForRandomDecompositions) {
+  const Case cases[] = {
+      {{37, 21, 13}, "raw", Layout::kHzOrder, 6, 4, size_t{256} << 20, AggregatorPlacement::kLocalized},
+      {{32, 32, 32}, "zip", Layout::kHzOrder, 8, 2, size_t{4} << 10, AggregatorPlacement::kLocalized},
+      {{30, 17, 9}, "lz4", Layout::kRowMajor, 5, 8, size_t{2} << 10, AggregatorPlacement::kUniform},
+      {{64, 8, 3}, "zip", Layout::kRowMajor, 7, 1, size_t{1} << 20, AggregatorPlacement::kUniform},
+  };
+  for (size_t i = 0; i < std::size(cases); ++i) run_case(cases[i], static_cast<int>(i));
+}
+
+}  // namespace
+}  // namespace hzio
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &hzio::g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &hzio::g_size);
+  ::testing::InitGoogleTest(&argc, argv);
+  hzio::g_dir = argc > 1 ? argv[1] : "parallel_write_test_data";
+  if (hzio::g_rank == 0) std::filesystem::create_directories(hzio::g_dir);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (hzio::g_rank != 0) ::testing::GTEST_FLAG(output) = "";
+  const int rc = RUN_ALL_TESTS();
+  int worst = 0;
+  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return worst;
+}

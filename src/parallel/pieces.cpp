@@ -1,0 +1,206 @@
+// Pieces: cutting staged boxes per block at the source, assembling blocks on the aggregator
+// (docs/guide/parallel-io.md "Restructure" and "Aggregate").
+#include "parallel/pieces.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <map>
+
+#include "format/file_name.hpp"
+#include "hzorder/block_copy.hpp"
+
+namespace hzio::parallel {
+namespace {
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+int64_t range_count(const Point& lo, const Point& hi) { return (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]); }
+
+// The sub-grid of a block's grid (points p0 + i * delta) whose points lie in `box`, as index ranges.
+bool grid_range(const hzorder::Run& grid, const Box& box, Point& lo, Point& hi) {
+  return hzorder::run_range_in_box(grid, box, lo, hi);
+}
+
+void gather_subgrid(const hzorder::Run& g, const Point& lo, const Point& hi, const Box& box, const std::byte* data,
+                    size_t sb, std::byte* out) {
+  const int64_t nx = box.extent(0), ny = box.extent(1);
+  for (int64_t z = lo[2]; z < hi[2]; ++z)
+    for (int64_t y = lo[1]; y < hi[1]; ++y) {
+      const int64_t pz = g.p0[2] + z * g.delta[2] - box.lo[2], py = g.p0[1] + y * g.delta[1] - box.lo[1];
+      const std::byte* row = data + static_cast<size_t>((pz * ny + py) * nx + g.p0[0] - box.lo[0]) * sb;
+      if (g.delta[0] == 1) {
+        const size_t n = static_cast<size_t>(hi[0] - lo[0]) * sb;
+        std::memcpy(out, row + static_cast<size_t>(lo[0]) * sb, n);
+        out += n;
+      } else {
+        for (int64_t x = lo[0]; x < hi[0]; ++x, out += sb) std::memcpy(out, row + static_cast<size_t>(x * g.delta[0]) * sb, sb);
+      }
+    }
+}
+
+void put_record(std::vector<std::byte>& out, const PieceHeader& h, size_t* data_at) {
+  const size_t at = out.size();
+  out.resize(at + sizeof(PieceHeader) + ((h.bytes + 7) & ~uint64_t{7}));
+  std::memcpy(out.data() + at, &h, sizeof h);
+  *data_at = at + sizeof(PieceHeader);
+}
+
+}  // namespace
+
+void append_record(const Dataset::Impl& ds, int field, int64_t time, const Box& box, const std::byte* data,
+                   uint64_t block, std::vector<std::byte>& out, FlushTimes& times) {
+  const double t0 = now();
+  const auto& fc = ds.coding_[field];
+  const hzorder::Run g = core::block_grid(*ds.space_, block);
+  Point lo, hi, dlo, dhi;
+  grid_range(g, box, lo, hi);
+  grid_range(g, ds.idx_.box, dlo, dhi);
+  PieceHeader h;
+  h.field = field;
+  h.time = time;
+  h.block = block;
+  size_t at = 0;
+  if (lo == dlo && hi == dhi) {  // this rank holds every real sample of the block: encode it here
+    h.whole = 1;
+    h.bytes = ds.block_bytes(field);
+    put_record(out, h, &at);
+    std::byte* dst = out.data() + at;
+    if (range_count(dlo, dhi) < ds.idx_.samples_per_block()) {
+      hzorder::fill_samples(dst, static_cast<size_t>(ds.idx_.samples_per_block()), fc.dtype, fc.default_value);
+    }
+    const hzorder::ArrayView src{const_cast<std::byte*>(data), {box.lo, {1, 1, 1}, {box.extent(0), box.extent(1), box.extent(2)}},
+                                 fc.dtype.bytes()};
+    for (const auto& run : ds.space_->block_runs(block, fc.layout))
+      hzorder::copy_run(run, box, dst, src, hzorder::Direction::kArrayToBlock);
+    const double dt = now() - t0;
+    times.phases.hz += dt;
+    times.level_hz[static_cast<size_t>(ds.space_->level_of_block(block))] += dt;
+    return;
+  }
+  for (int a = 0; a < 3; ++a) {
+    h.lo[a] = lo[a];
+    h.hi[a] = hi[a];
+  }
+  h.bytes = static_cast<uint64_t>(range_count(lo, hi)) * fc.dtype.bytes();
+  put_record(out, h, &at);
+  gather_subgrid(g, lo, hi, box, data, fc.dtype.bytes(), out.data() + at);
+  times.phases.restructure += now() - t0;
+}
+
+Status parse_records(std::span<const std::byte> buffer, std::vector<Record>& out) {
+  size_t at = 0;
+  while (at < buffer.size()) {
+    if (buffer.size() - at < sizeof(PieceHeader)) return internal_error("truncated piece header in exchange buffer");
+    Record r;
+    std::memcpy(&r.header, buffer.data() + at, sizeof(PieceHeader));
+    at += sizeof(PieceHeader);
+    const uint64_t padded = (r.header.bytes + 7) & ~uint64_t{7};
+    if (padded > buffer.size() - at) return internal_error("truncated piece data in exchange buffer");
+    r.data = buffer.data() + at;
+    at += padded;
+    out.push_back(r);
+  }
+  return Status::ok();
+}
+
+namespace {
+
+// Builds one block (decoded, field layout) from its records; merges with the stored block when the
+// records do not cover every real sample.
+Status assemble(Dataset::Impl& ds, int field, int64_t time, uint64_t block, const std::vector<const Record*>& recs,
+                std::vector<std::byte>& buf) {
+  const auto& fc = ds.coding_[field];
+  const size_t bytes = ds.block_bytes(field);
+  buf.resize(bytes);
+  if (recs.size() == 1 && recs[0]->header.whole) {
+    std::memcpy(buf.data(), recs[0]->data, bytes);
+    return Status::ok();
+  }
+  const hzorder::Run g = core::block_grid(*ds.space_, block);
+  Point dlo, dhi;
+  grid_range(g, ds.idx_.box, dlo, dhi);
+  int64_t covered = 0;
+  for (const Record* r : recs) covered += range_count({r->header.lo[0], r->header.lo[1], r->header.lo[2]},
+                                                      {r->header.hi[0], r->header.hi[1], r->header.hi[2]});
+  bool based = false;
+  if (covered < range_count(dlo, dhi)) {
+    HZIO_ASSIGN_OR_RETURN(auto where, ds.files_->locate(field, time, block, nullptr));
+    if (where) {
+      std::vector<std::byte> scratch, stored(bytes);
+      HZIO_ASSIGN_OR_RETURN(Layout layout, core::load_block(*where, fc, *ds.space_, ds.idx_.ndim, block, scratch, stored, nullptr));
+      if (layout == fc.layout) buf.swap(stored);
+      else core::convert_layout(*ds.space_, block, layout, stored, buf, fc.dtype.bytes());
+      based = true;
+    }
+  }
+  if (!based) hzorder::fill_samples(buf.data(), static_cast<size_t>(ds.idx_.samples_per_block()), fc.dtype, fc.default_value);
+  for (const Record* r : recs) {
+    const auto& h = r->header;
+    SampleGrid sub;
+    Box clip;
+    for (int a = 0; a < 3; ++a) {
+      sub.origin[a] = g.p0[a] + h.lo[a] * g.delta[a];
+      sub.spacing[a] = g.delta[a];
+      sub.count[a] = h.hi[a] - h.lo[a];
+      clip.lo[a] = sub.origin[a];
+      clip.hi[a] = sub.origin[a] + (sub.count[a] - 1) * g.delta[a] + 1;
+    }
+    const hzorder::ArrayView src{const_cast<std::byte*>(r->data), sub, fc.dtype.bytes()};
+    for (const auto& run : ds.space_->block_runs(block, fc.layout))
+      hzorder::copy_run(run, clip, buf.data(), src, hzorder::Direction::kArrayToBlock);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Record>& records, FlushTimes& times) {
+  const int64_t bpf = ds.idx_.blocks_per_file;
+  std::map<int64_t, std::vector<const Record*>> by_entry;
+  for (const Record& r : records) {
+    const int64_t slot = format::slot_in_file(ds.idx_, static_cast<int64_t>(r.header.block));
+    if (r.header.time != chunk.time || format::first_block_of_file(ds.idx_, static_cast<int64_t>(r.header.block)) != chunk.first_block)
+      continue;
+    const int64_t e = r.header.field * bpf + slot;
+    if (e >= chunk.entry_begin && e < chunk.entry_end) by_entry[e].push_back(&r);
+  }
+  std::vector<int64_t> entries;
+  for (const auto& [e, v] : by_entry) entries.push_back(e);
+  std::vector<std::vector<std::byte>> raw(entries.size()), payload(entries.size());
+  std::vector<uint32_t> flags(entries.size());
+  std::vector<Status> errors(entries.size());
+  std::vector<double> hz(entries.size()), zip(entries.size());
+  ds.pool_.parallel_for(entries.size(), [&](size_t i) {
+    const int field = static_cast<int>(entries[i] / bpf);
+    const uint64_t block = static_cast<uint64_t>(chunk.first_block + entries[i] % bpf);
+    const double t0 = now();
+    errors[i] = assemble(ds, field, chunk.time, block, by_entry[entries[i]], raw[i]);
+    const double t1 = now();
+    hz[i] = t1 - t0;
+    if (!errors[i].is_ok()) return;
+    auto f = core::encode_block(ds.coding_[field], *ds.space_, ds.idx_.ndim, block, raw[i], payload[i]);
+    if (f.is_ok()) flags[i] = f.value();
+    else errors[i] = f.status();
+    zip[i] = now() - t1;
+  });
+  for (size_t i = 0; i < entries.size(); ++i) {
+    HZIO_RETURN_IF_ERROR(errors[i]);
+    const int field = static_cast<int>(entries[i] / bpf);
+    const uint64_t block = static_cast<uint64_t>(chunk.first_block + entries[i] % bpf);
+    const size_t level = static_cast<size_t>(ds.space_->level_of_block(block));
+    const double t0 = now();
+    HZIO_RETURN_IF_ERROR(ds.files_->append(field, chunk.time, block, payload[i], flags[i]));
+    const double dt = now() - t0;
+    times.phases.write += dt;
+    times.phases.hz += hz[i];
+    times.phases.compress += zip[i];
+    times.level_hz[level] += hz[i];
+    times.level_write[level] += dt;
+    times.level_blocks[level] += 1;
+    times.level_bytes[level] += static_cast<int64_t>(payload[i].size());
+    times.file_bytes += static_cast<int64_t>(payload[i].size());
+  }
+  return Status::ok();
+}
+
+}  // namespace hzio::parallel

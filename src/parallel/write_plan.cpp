@@ -1,0 +1,106 @@
+// Aggregator placement (localized or uniform), chunking and rounds for a collective write
+// (docs/guide/parallel-io.md "Aggregation").
+#include "parallel/write_plan.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "format/file_name.hpp"
+
+namespace hzio::parallel {
+namespace {
+
+struct Unit {
+  std::set<int> holders;
+  std::set<int64_t> entries;
+};
+
+using UnitKey = std::pair<int64_t, int64_t>;  // time, first block
+
+// Localized placement (after the HiPC'17 aggregation paper): pick among the ranks holding the file's
+// samples, starting from the middle of the sorted holder list (the (i+1)/(n+1) position for one field
+// group), the least-loaded one; a cap on distinct aggregators reuses chosen ranks.
+int pick_localized(const std::set<int>& holders, std::vector<int64_t>& load, std::set<int>& chosen, int cap, int64_t bytes) {
+  std::vector<int> h(holders.begin(), holders.end());
+  std::vector<int> candidates;
+  if (cap > 0 && static_cast<int>(chosen.size()) >= cap) {
+    for (int r : h)
+      if (chosen.count(r)) candidates.push_back(r);
+    if (candidates.empty()) candidates.assign(chosen.begin(), chosen.end());
+  } else {
+    const size_t start = h.size() / 2;
+    for (size_t i = 0; i < h.size(); ++i) candidates.push_back(h[(start + i) % h.size()]);
+  }
+  int best = candidates.front();
+  for (int r : candidates)
+    if (load[r] < load[best]) best = r;
+  load[best] += bytes;
+  chosen.insert(best);
+  return best;
+}
+
+}  // namespace
+
+std::vector<uint64_t> blocks_of_box(const hzorder::HzSpace& space, const Box& box) {
+  std::vector<uint64_t> blocks;
+  space.blocks_in_box(box, space.bits_per_block(), blocks);
+  for (int h = space.bits_per_block() + 1; h <= space.max_level(); ++h) space.blocks_in_box(box, h, blocks);
+  return blocks;
+}
+
+WritePlan make_write_plan(const format::IdxFile& idx, const hzorder::HzSpace& space, const std::vector<BoxInfo>& boxes,
+                          int ranks, const ParallelOptions& options, const std::vector<int64_t>& block_bytes) {
+  std::map<UnitKey, Unit> units;
+  for (const BoxInfo& b : boxes) {
+    for (uint64_t block : blocks_of_box(space, b.box)) {
+      const int64_t first = format::first_block_of_file(idx, static_cast<int64_t>(block));
+      Unit& u = units[{b.time, first}];
+      u.holders.insert(b.rank);
+      u.entries.insert(b.field * idx.blocks_per_file + format::slot_in_file(idx, static_cast<int64_t>(block)));
+    }
+  }
+  WritePlan plan;
+  plan.files = static_cast<int64_t>(units.size());
+  std::vector<int64_t> load(static_cast<size_t>(ranks), 0);
+  std::set<int> chosen;
+  std::vector<std::vector<int>> queue(static_cast<size_t>(ranks));
+  size_t k = 0;
+  for (const auto& [key, unit] : units) {
+    int64_t bytes = 0;
+    for (int64_t e : unit.entries) bytes += block_bytes[static_cast<size_t>(e / idx.blocks_per_file)];
+    int agg = 0;
+    if (options.placement == AggregatorPlacement::kUniform) {
+      const int slots = options.aggregator_count > 0 ? std::min(options.aggregator_count, ranks) : ranks;
+      agg = static_cast<int>((static_cast<int64_t>(k) * slots / static_cast<int64_t>(units.size())) % slots) * ranks / slots;
+      chosen.insert(agg);
+    } else {
+      agg = pick_localized(unit.holders, load, chosen, options.aggregator_count, bytes);
+    }
+    ++k;
+    // Split the file into entry ranges whose decoded blocks fit the aggregator's budget.
+    Chunk c{key.first, key.second, -1, -1, agg, 0};
+    for (int64_t e : unit.entries) {
+      const int64_t eb = block_bytes[static_cast<size_t>(e / idx.blocks_per_file)];
+      if (c.entry_begin >= 0 && c.bytes + eb > static_cast<int64_t>(options.aggregator_bytes)) {
+        queue[agg].push_back(static_cast<int>(plan.chunks.size()));
+        plan.chunks.push_back(c);
+        c = Chunk{key.first, key.second, -1, -1, agg, 0};
+      }
+      if (c.entry_begin < 0) c.entry_begin = e;
+      c.entry_end = e + 1;
+      c.bytes += eb;
+    }
+    queue[agg].push_back(static_cast<int>(plan.chunks.size()));
+    plan.chunks.push_back(c);
+  }
+  size_t rounds = 0;
+  for (const auto& q : queue) rounds = std::max(rounds, q.size());
+  plan.rounds.resize(rounds);
+  for (const auto& q : queue)
+    for (size_t r = 0; r < q.size(); ++r) plan.rounds[r].push_back(q[r]);
+  plan.aggregators = static_cast<int>(chosen.size());
+  return plan;
+}
+
+}  // namespace hzio::parallel
