@@ -10,6 +10,7 @@
 
 #include "hzio/status.hpp"
 #include "hzio/types.hpp"
+#include "hzio/write_report.hpp"
 
 namespace hzio {
 
@@ -106,6 +107,8 @@ class Dataset {
   // Local. Drops every write not yet committed and closes; the dataset stays as last committed.
   void abandon();
   bool closed() const;
+  // Local. Timings and bytes of the last commit (flush or close) that wrote something.
+  const WriteReport& last_write_report() const;
 
   class Impl;
   Impl& impl() { return *impl_; }

@@ -34,6 +34,7 @@ class ParallelDataset {
   // Collective. Opens an existing dataset for writing (and reading).
   static Result<std::unique_ptr<ParallelDataset>> open(MPI_Comm comm, const std::string& path,
                                                        const ParallelOptions& parallel = {});
+  // Local: never communicates. Writes staged since the last flush() are dropped; call close() first.
   ~ParallelDataset();
 
   // Local. Stages a box of this rank; copies `data` (the buffer may be reused at once). Boxes of different

@@ -7,26 +7,20 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include "binding_errors.hpp"
 #include "hzio/dataset.hpp"
 
 namespace nb = nanobind;
 using namespace hzio;
+using hzio::bindings::check;
+using hzio::bindings::HzioError;
+using hzio::bindings::take;
+
+#ifdef HZIO_WITH_MPI
+void bind_parallel(nb::module_& m);
+#endif
 
 namespace {
-
-struct HzioError {
-  Status status;
-};
-
-void check(const Status& s) {
-  if (!s.is_ok()) throw HzioError{s};
-}
-
-template <class T>
-T take(Result<T>&& r) {
-  if (!r.is_ok()) throw HzioError{r.status()};
-  return std::move(r).value();
-}
 
 using Triple = std::tuple<int64_t, int64_t, int64_t>;
 Point point(const Triple& t) { return {std::get<0>(t), std::get<1>(t), std::get<2>(t)}; }
@@ -169,14 +163,23 @@ NB_MODULE(_core, m) {
         check(d.verify_block(field, time, block));
       })
       .def("flush", [](Dataset& d) {
-        nb::gil_scoped_release release;
-        check(d.flush());
+        {
+          nb::gil_scoped_release release;
+          check(d.flush());
+        }
+        return d.last_write_report().to_json();
       })
       .def("close", [](Dataset& d) {
         nb::gil_scoped_release release;
         check(d.close());
       })
       .def("abandon", &Dataset::abandon);
+#ifdef HZIO_WITH_MPI
+  bind_parallel(m);
+  m.attr("with_mpi") = true;
+#else
+  m.attr("with_mpi") = false;
+#endif
 
   nb::class_<ProgressiveRead>(m, "ProgressiveRead")
       .def_static("start", [](Dataset& d, Triple lo, Triple hi, const std::string& field, int64_t time, std::vector<int> levels) {

@@ -37,8 +37,12 @@ def _fields_list(fields, codec, layout):
 
 
 def create(path, shape, fields, bitmask=None, bits_per_block=None, blocks_per_file=None, codec="raw",
-           layout="hzorder", times=None, overwrite=False, durable=True, threads=0):
-    """Create an IDX dataset and return it open for writing (Local; a context manager).
+           layout="hzorder", times=None, overwrite=False, durable=True, threads=0, comm=None,
+           placement="localized", aggregator_count=0, aggregator_bytes=256 << 20):
+    """Create an IDX dataset and return it open for writing (a context manager).
+
+    Local without ``comm``; Collective over ``comm`` (an mpi4py communicator), returning a
+    :class:`hzio.parallel.ParallelDataset`.
 
     Parameters
     ----------
@@ -61,20 +65,42 @@ def create(path, shape, fields, bitmask=None, bits_per_block=None, blocks_per_fi
         Replace an existing dataset at ``path``.
     durable : bool
         fsync data files and the .idx at each commit.
+    threads : int
+        Encode/decode threads (0 = one per core; 1 is usual with one MPI rank per core).
+    comm : mpi4py.MPI.Comm, optional
+        Write collectively: every rank stages its own boxes, ``flush``/``close`` are Collective.
+    placement : str
+        ``"localized"`` (a file's aggregator holds its samples) or ``"uniform"`` (spread over ranks).
+    aggregator_count : int
+        Cap on distinct aggregator ranks (0 = no cap).
+    aggregator_bytes : int
+        Memory an aggregator may take per round; larger files are written in several rounds.
     """
     import os
     shape = tuple(int(v) for v in shape)
     if not 1 <= len(shape) <= 3 or min(shape) < 1:
         raise InvalidArgumentError(f"shape needs 1 to 3 axes of at least one sample each, got {shape}")
-    core = _core.Dataset.create(os.fspath(path), list(reversed(shape)), _fields_list(fields, codec, layout),
-                                bitmask or "", int(bits_per_block or 0), int(blocks_per_file or 0),
-                                [int(t) for t in (times or [])], bool(overwrite), bool(durable), int(threads))
+    args = (os.fspath(path), shape, _fields_list(fields, codec, layout), bitmask or "", int(bits_per_block or 0),
+            int(blocks_per_file or 0), [int(t) for t in (times or [])], bool(overwrite))
+    if comm is not None:
+        from .parallel import create_parallel
+        return create_parallel(comm, *args, bool(durable), int(threads), placement, int(aggregator_count),
+                               int(aggregator_bytes))
+    core = _core.Dataset.create(args[0], list(reversed(shape)), *args[2:], bool(durable), int(threads))
     return Dataset(core)
 
 
-def open(path, mode="r", durable=True, threads=0):  # noqa: A001 - mirrors the builtin on purpose
-    """Open an existing dataset (Local; a context manager). ``mode`` is ``"r"`` or ``"r+"``."""
+def open(path, mode="r", durable=True, threads=0, comm=None, placement="localized", aggregator_count=0,  # noqa: A001
+         aggregator_bytes=256 << 20):
+    """Open an existing dataset (a context manager). ``mode`` is ``"r"`` or ``"r+"``.
+
+    Local without ``comm``; with ``comm`` and ``mode="r+"`` Collective, for parallel writes.
+    """
     import os
     if mode not in ("r", "r+"):
         raise InvalidArgumentError(f"mode must be 'r' or 'r+', got {mode!r}")
+    if comm is not None and mode == "r+":
+        from .parallel import open_parallel
+        return open_parallel(comm, os.fspath(path), bool(durable), int(threads), placement, int(aggregator_count),
+                             int(aggregator_bytes))
     return Dataset(_core.Dataset.open(os.fspath(path), mode == "r+", bool(durable), int(threads)))

@@ -4,6 +4,8 @@ Arrays are C order ``[z, y, x]`` (``[y, x]`` for 2-D datasets) with a trailing c
 vector fields, exactly as OpenVisus returns them.
 """
 
+import json
+
 import numpy as np
 
 from . import _core
@@ -31,6 +33,7 @@ class Dataset:
         self._ndim = core.ndim
         self._fields = {name: parse_dtype(dtype) for name, dtype, _, _, _ in core.fields}
         self.last_report = None
+        self.last_write_report = None
 
     # ---------------------------------------------------------------- metadata
     @property
@@ -232,11 +235,14 @@ class Dataset:
 
     # ---------------------------------------------------------------- writes
     def write(self, array, offset=None, field=None, time=None):
-        """Write ``array`` (``[z, y, x]`` plus a component axis for vector fields) at ``offset``.
+        """Write ``array`` (``[z, y, x]`` plus a component axis for vector fields) at ``offset`` (Local).
 
         The dtype must cast safely to the field's; the data is copied before returning and committed
         on :meth:`flush` or :meth:`close`.
         """
+        self._core.write_box(*self._write_args(array, offset, field, time))
+
+    def _write_args(self, array, offset, field, time):
         field, time = self._field(field), self._time(time)
         _, scalar, comps = self._fields[field]
         array = np.asarray(array)
@@ -252,7 +258,7 @@ class Dataset:
             raise InvalidArgumentError(f"offset needs {self._ndim} values ([z, y, x] order), got {offset}")
         hi = tuple(o + n for o, n in zip(offset, spatial))
         data = np.ascontiguousarray(array, dtype=scalar)
-        self._core.write_box(to_xfirst(offset, self._ndim, 0), to_xfirst(hi, self._ndim, 1), field, time, data)
+        return to_xfirst(offset, self._ndim, 0), to_xfirst(hi, self._ndim, 1), field, time, data
 
     def __setitem__(self, key, value):
         """``ds[z0:z1, y0:y1, x0:x1] = array`` for step-1 slices (ints keep NumPy's axis dropping)."""
@@ -266,12 +272,18 @@ class Dataset:
         self.write(value, offset=lo, field=field)
 
     def flush(self):
-        """Commit every write so far: data files made durable first, then the .idx replaced atomically."""
-        self._core.flush()
+        """Commit every write so far: data files made durable first, then the .idx replaced atomically.
+
+        Returns the write report (also kept as ``last_write_report``): seconds per phase (``max`` and
+        ``mean`` over ranks), bytes, and per-level blocks, bytes and times.
+        """
+        self.last_write_report = json.loads(self._core.flush())
+        return self.last_write_report
 
     def close(self):
         """Commit and close. Further use raises hzio.InvalidArgumentError."""
         if not self._core.closed:
+            self.flush()
             self._core.close()
 
     def __enter__(self):

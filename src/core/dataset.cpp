@@ -1,6 +1,7 @@
 // hzio::Dataset lifecycle: create, open, metadata, flush and close (include/hzio/dataset.hpp).
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 
 #include "core/dataset_impl.hpp"
 #include "hzorder/block_copy.hpp"
@@ -58,7 +59,10 @@ Status Dataset::Impl::commit() {
   HZIO_RETURN_IF_ERROR(flush_dirty());
   const bool new_time = !new_times_.empty();
   if (!files_->has_pending() && !new_time) return Status::ok();
-  HZIO_RETURN_IF_ERROR(files_->commit());
+  auto t0 = std::chrono::steady_clock::now();
+  HZIO_RETURN_IF_ERROR(files_->prepare());
+  auto t1 = std::chrono::steady_clock::now();
+  HZIO_RETURN_IF_ERROR(files_->publish());
   if (new_time) {
     std::vector<int64_t> all = idx_.time.list();
     all.insert(all.end(), new_times_.begin(), new_times_.end());
@@ -68,6 +72,26 @@ Status Dataset::Impl::commit() {
     idx_.time = next.time;
     new_times_.clear();
   }
+  // The report covers every write since the previous commit.
+  auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+  WriteReport r;
+  r.bytes = pending_bytes_;
+  r.max = pending_times_;
+  r.max.write += seconds(t0, t1);
+  r.max.commit = seconds(t1, std::chrono::steady_clock::now());
+  r.max.total = r.max.restructure + r.max.hz + r.max.compress + r.max.write + r.max.commit;
+  r.mean = r.max;
+  for (auto& l : pending_levels_) {
+    if (l.blocks == 0) continue;
+    l.hz_mean = l.hz_max;
+    l.write_mean = l.write_max;
+    r.file_bytes += l.bytes;
+    r.levels.push_back(l);
+  }
+  last_report_ = r;
+  pending_times_ = {};
+  pending_levels_.clear();
+  pending_bytes_ = 0;
   return Status::ok();
 }
 
@@ -259,5 +283,7 @@ void Dataset::abandon() {
 }
 
 bool Dataset::closed() const { return impl_->closed_; }
+
+const WriteReport& Dataset::last_write_report() const { return impl_->last_report_; }
 
 }  // namespace hzio

@@ -13,6 +13,7 @@
 #include "core/data_files.hpp"
 #include "format/idx_file.hpp"
 #include "hzio/dataset.hpp"
+#include "hzio/write_report.hpp"
 #include "hzorder/hz_space.hpp"
 #include "util/thread_pool.hpp"
 
@@ -51,6 +52,13 @@ class Dataset::Impl {
   util::ThreadPool pool_;
   bool closed_ = false;
   std::set<int64_t> new_times_;
+
+  // Timings of the writes since the last commit, and the report of the last commit.
+  PhaseTimes pending_times_;
+  std::vector<LevelTimes> pending_levels_;
+  int64_t pending_bytes_ = 0;
+  WriteReport last_report_;
+  void note_block(uint64_t block, int64_t payload_bytes, double hz_s, double write_s);
 
   // Partially written blocks, decoded in the field's layout, keyed by (field, time, block).
   std::map<std::tuple<int, int64_t, uint64_t>, std::vector<std::byte>> dirty_;

@@ -1,5 +1,6 @@
 // Writing a box: encode the blocks it covers whole, merge the ones it covers in part (docs/design/write-path.md).
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 
@@ -22,6 +23,8 @@ int64_t samples_in(const hzorder::HzSpace& space, uint64_t block, const Box& box
   }
   return n;
 }
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 void copy_into_block(const hzorder::HzSpace& space, uint64_t block, Layout layout, const Box& box,
                      const ArrayView& src, std::byte* buffer) {
@@ -56,6 +59,8 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
   std::vector<uint32_t> flags(raw.size());
   std::vector<char> partial(raw.size());
   std::vector<Status> errors(raw.size());
+  std::vector<double> hz_s(raw.size()), zip_s(raw.size());
+  pending_bytes_ += static_cast<int64_t>(box.sample_count() * fc.dtype.bytes());
   for (size_t start = 0; start < blocks.size(); start += batch) {
     const size_t n = std::min(batch, blocks.size() - start);
     pool_.parallel_for(n, [&](size_t i) {
@@ -85,11 +90,16 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
       } else if (in_dataset < per_block) {
         hzorder::fill_samples(raw[i].data(), static_cast<size_t>(per_block), fc.dtype, fc.default_value);
       }
+      const double t0 = now();
       copy_into_block(*space_, b, fc.layout, box, src, raw[i].data());
+      const double t1 = now();
+      hz_s[i] = t1 - t0;
+      zip_s[i] = 0;
       if (!partial[i] && fc.codec.kind != codec::CodecKind::kRaw) {
         auto f = core::encode_block(fc, *space_, idx_.ndim, b, raw[i], payload[i]);
         if (!f.is_ok()) errors[i] = f.status();
         else flags[i] = f.value();
+        zip_s[i] = now() - t1;
       } else {
         flags[i] = static_cast<uint32_t>(fc.codec.kind) | (fc.layout == Layout::kRowMajor ? format::kFlagRowMajor : 0);
       }
@@ -104,7 +114,10 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
         continue;
       }
       const auto& out = fc.codec.kind == codec::CodecKind::kRaw ? raw[i] : payload[i];
+      const double t0 = now();
       HZIO_RETURN_IF_ERROR(files_->append(field, time, b, out, flags[i]));
+      pending_times_.compress += zip_s[i];
+      note_block(b, static_cast<int64_t>(out.size()), hz_s[i], now() - t0);
     }
   }
   return dirty_bytes_ > options_.cache_bytes ? flush_dirty() : Status::ok();
@@ -117,20 +130,39 @@ Status Dataset::Impl::flush_dirty() {
   std::vector<std::vector<std::byte>> payload(keys.size());
   std::vector<uint32_t> flags(keys.size());
   std::vector<Status> errors(keys.size());
+  std::vector<double> zip_s(keys.size());
   pool_.parallel_for(keys.size(), [&](size_t i) {
     const auto& [field, time, b] = keys[i];
+    const double t0 = now();
     auto f = core::encode_block(coding_[field], *space_, idx_.ndim, b, dirty_[keys[i]], payload[i]);
     if (f.is_ok()) flags[i] = f.value();
     else errors[i] = f.status();
+    zip_s[i] = now() - t0;
   });
   for (size_t i = 0; i < keys.size(); ++i) {
     HZIO_RETURN_IF_ERROR(errors[i]);
     const auto& [field, time, b] = keys[i];
+    const double t0 = now();
     HZIO_RETURN_IF_ERROR(files_->append(field, time, b, payload[i], flags[i]));
+    pending_times_.compress += zip_s[i];
+    note_block(b, static_cast<int64_t>(payload[i].size()), 0, now() - t0);
   }
   dirty_.clear();
   dirty_bytes_ = 0;
   return Status::ok();
+}
+
+void Dataset::Impl::note_block(uint64_t block, int64_t payload_bytes, double hz_s, double write_s) {
+  const size_t level = static_cast<size_t>(space_->level_of_block(block));
+  if (pending_levels_.size() <= level) pending_levels_.resize(level + 1);
+  LevelTimes& l = pending_levels_[level];
+  l.level = static_cast<int>(level);
+  l.blocks += 1;
+  l.bytes += payload_bytes;
+  l.hz_max += hz_s;
+  l.write_max += write_s;
+  pending_times_.hz += hz_s;
+  pending_times_.write += write_s;
 }
 
 }  // namespace hzio

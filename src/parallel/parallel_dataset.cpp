@@ -60,7 +60,8 @@ Result<std::unique_ptr<ParallelDataset::Impl>> make_impl(MPI_Comm comm, const Pa
 ParallelDataset::ParallelDataset(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 ParallelDataset::~ParallelDataset() {
-  if (impl_ && !impl_->closed) (void)close();
+  // No collective here: a rank unwinding alone would deadlock the others. Unflushed writes are dropped.
+  if (impl_ && !impl_->closed && impl_->dataset) impl_->dataset->abandon();
   if (impl_ && impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
 }
 

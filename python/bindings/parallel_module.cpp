@@ -1,0 +1,96 @@
+// nanobind glue for ParallelDataset (part of hzio._core when built with MPI): the communicator comes
+// as a Fortran handle (mpi4py's comm.py2f()), so no mpi4py headers are needed.
+#include <mpi.h>
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include "binding_errors.hpp"
+#include "hzio/parallel.hpp"
+
+namespace nb = nanobind;
+using namespace hzio;
+using hzio::bindings::check;
+using hzio::bindings::HzioError;
+using hzio::bindings::take;
+
+namespace {
+
+using Triple = std::tuple<int64_t, int64_t, int64_t>;
+Box box(const Triple& lo, const Triple& hi) {
+  return Box{{std::get<0>(lo), std::get<1>(lo), std::get<2>(lo)}, {std::get<0>(hi), std::get<1>(hi), std::get<2>(hi)}};
+}
+
+ParallelOptions options(const std::string& placement, int aggregator_count, int64_t aggregator_bytes, bool durable, int threads) {
+  if (placement != "localized" && placement != "uniform") {
+    throw HzioError{invalid_argument("placement '" + placement + "' is not 'localized' or 'uniform'")};
+  }
+  if (aggregator_bytes <= 0) throw HzioError{invalid_argument("aggregator_bytes must be positive")};
+  ParallelOptions o;
+  o.placement = placement == "uniform" ? AggregatorPlacement::kUniform : AggregatorPlacement::kLocalized;
+  o.aggregator_count = aggregator_count;
+  o.aggregator_bytes = static_cast<size_t>(aggregator_bytes);
+  o.durable = durable;
+  o.threads = threads;
+  return o;
+}
+
+}  // namespace
+
+void bind_parallel(nb::module_& m) {
+  nb::class_<ParallelDataset>(m, "ParallelDataset")
+      .def_static("create", [](int64_t fcomm, const std::string& path, std::vector<int64_t> dims,
+                               std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> fields,
+                               std::string bitmask, int bits_per_block, int64_t blocks_per_file, std::vector<int64_t> times,
+                               bool overwrite, std::string placement, int aggregator_count, int64_t aggregator_bytes,
+                               bool durable, int threads) {
+        CreateOptions o;
+        o.dims = std::move(dims);
+        for (auto& [name, dtype, codec, layout, dflt] : fields) {
+          auto dt = DType::parse(dtype);
+          if (!dt.is_ok()) throw HzioError{invalid_argument(dt.status().message())};
+          if (layout != "hzorder" && layout != "rowmajor") throw HzioError{invalid_argument("layout '" + layout + "' is not 'hzorder' or 'rowmajor'")};
+          o.fields.push_back({name, dt.value(), codec, layout == "rowmajor" ? Layout::kRowMajor : Layout::kHzOrder, dflt});
+        }
+        o.bitmask = std::move(bitmask);
+        o.bits_per_block = bits_per_block;
+        o.blocks_per_file = blocks_per_file;
+        o.times = std::move(times);
+        o.overwrite = overwrite;
+        MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(fcomm));
+        ParallelOptions po = options(placement, aggregator_count, aggregator_bytes, durable, threads);
+        nb::gil_scoped_release release;
+        return take(ParallelDataset::create(comm, path, o, po));
+      })
+      .def_static("open", [](int64_t fcomm, const std::string& path, std::string placement, int aggregator_count,
+                             int64_t aggregator_bytes, bool durable, int threads) {
+        MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(fcomm));
+        ParallelOptions po = options(placement, aggregator_count, aggregator_bytes, durable, threads);
+        nb::gil_scoped_release release;
+        return take(ParallelDataset::open(comm, path, po));
+      })
+      .def_prop_ro("dataset", &ParallelDataset::dataset, nb::rv_policy::reference_internal)
+      .def("write_box", [](ParallelDataset& d, Triple lo, Triple hi, const std::string& field, int64_t time,
+                           nb::ndarray<nb::c_contig, nb::device::cpu> data) {
+        const void* ptr = data.data();
+        const size_t n = data.nbytes();
+        nb::gil_scoped_release release;
+        check(d.write_box(box(lo, hi), field, time, ptr, n));
+      })
+      .def("flush", [](ParallelDataset& d) {
+        WriteReport r;
+        {
+          nb::gil_scoped_release release;
+          r = take(d.flush());
+        }
+        return r.to_json();
+      })
+      .def("close", [](ParallelDataset& d) {
+        nb::gil_scoped_release release;
+        check(d.close());
+      })
+      .def_prop_ro("last_report", [](const ParallelDataset& d) { return d.last_report().to_json(); });
+}
