@@ -32,6 +32,7 @@ struct CreateOptions {
   std::vector<int64_t> times;         // empty = one timestep 0 and no time directory
   std::string time_template = "time_%04d/";
   bool overwrite = false;             // replace an existing dataset at the path
+  int stats_sub_block_bits = 0;       // also keep statistics for 2^N equal parts of each block (0 = off)
 };
 
 struct OpenOptions {
@@ -50,13 +51,16 @@ struct BlockInfo {
   uint64_t offset = 0;       // 0 and size 0: missing
   uint32_t size = 0;
   uint32_t flags = 0;        // low nibble codec, 0x10 row-major
-  int64_t slot = 0;          // header table entry index of the block inside its file
+  int64_t entry = 0;         // header table entry of the block in its file: field * blocks_per_file + slot
+  bool stats_known = false;  // a valid statistics sidecar describes the block
+  uint64_t count = 0;        // real (non-padding) samples; 0 for a missing block
+  std::vector<double> min, max;  // per component
 };
 
 class Dataset {
  public:
   // Local. Creates the dataset (.idx written at once, no data). Errors: kInvalidArgument (bad dims,
-  // fields, codec), kFormat (bitmask too short), kIo; kInvalidArgument if it exists and !overwrite.
+  // fields, codec, a bitmask too short for dims), kIo; kInvalidArgument if it exists and !overwrite.
   static Result<std::unique_ptr<Dataset>> create(const std::string& path, const CreateOptions& options,
                                                  const OpenOptions& open_options = {});
   // Local. Opens an existing dataset. Errors: kNotFound, kFormat, kUnsupported, kIo.
@@ -67,7 +71,8 @@ class Dataset {
   // Metadata, Local.
   const std::string& path() const;
   int ndim() const;
-  Point dims() const;                           // x first, unused axes 1
+  Point dims() const;                           // x first, unused axes 1: the box's upper corner
+  Box box() const;                              // the logical box (lower corner 0 unless a .idx says otherwise)
   const std::vector<FieldSpec>& fields() const;
   std::vector<int64_t> times() const;
   int max_level() const;

@@ -102,6 +102,7 @@ NB_MODULE(_core, m) {
       .def_prop_ro("path", &Dataset::path)
       .def_prop_ro("ndim", &Dataset::ndim)
       .def_prop_ro("dims", [](const Dataset& d) { return triple(d.dims()); })
+      .def_prop_ro("origin", [](const Dataset& d) { return triple(d.box().lo); })
       .def_prop_ro("fields", [](const Dataset& d) {
         std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> out;
         for (const auto& f : d.fields()) {
@@ -153,7 +154,11 @@ NB_MODULE(_core, m) {
           e["offset"] = b.offset;
           e["size"] = b.size;
           e["flags"] = b.flags;
-          e["slot"] = b.slot;
+          e["entry"] = b.entry;
+          e["stats_known"] = b.stats_known;
+          e["count"] = b.count;
+          e["min"] = b.min;
+          e["max"] = b.max;
           out.append(e);
         }
         return out;

@@ -44,7 +44,16 @@ class Dataset:
     @property
     def shape(self):
         """Samples per axis, ``(nz, ny, nx)`` or ``(ny, nx)``."""
-        return to_zyx(self._core.dims, self._ndim)
+        return tuple(h - o for h, o in zip(to_zyx(self._core.dims, self._ndim), self.origin))
+
+    @property
+    def origin(self):
+        """The dataset box's lower corner ([z, y, x]); 0 except for some files written elsewhere.
+
+        ``box`` and ``offset`` arguments are in dataset coordinates; slicing (``ds[...]``) indexes the
+        array that starts at ``origin``, like a NumPy array of ``shape``.
+        """
+        return to_zyx(self._core.origin, self._ndim)
 
     @property
     def ndim(self):
@@ -110,7 +119,7 @@ class Dataset:
 
     def _box(self, box):
         if box is None:
-            return (0,) * self._ndim, self.shape
+            return self.origin, to_zyx(self._core.dims, self._ndim)
         lo, hi = box
         if len(lo) != self._ndim or len(hi) != self._ndim:
             raise InvalidArgumentError(f"box needs {self._ndim} coordinates per corner ([z, y, x] order), got {box!r}")
@@ -168,6 +177,9 @@ class Dataset:
     def _getitem(self, key, field, time):
         field = self._field(field)
         lo, hi, picks = plan(key, self.shape)
+        if lo is not None:
+            lo = tuple(a + o for a, o in zip(lo, self.origin))
+            hi = tuple(a + o for a, o in zip(hi, self.origin))
         if lo is None:
             _, scalar, comps = self._fields[field]
             shape = tuple(len(p) for p in picks if not isinstance(p, int)) + ((comps,) if comps > 1 else ())
@@ -210,19 +222,36 @@ class Dataset:
         """Where every block of a field and timestep is stored, as a NumPy structured array.
 
         Columns: ``block``, ``level``, ``file`` (path), ``present``, ``offset``, ``size`` (payload
-        bytes), ``codec`` (flags low nibble: 0 raw, 3 zip, 7 lz4, 8 zfp), ``rowmajor`` and ``slot``.
-        Raises hzio.CorruptError when a header table points outside its file.
+        bytes), ``codec`` (flags low nibble: 0 raw, 3 zip, 7 lz4, 8 zfp), ``rowmajor``, ``slot`` (position
+        in the file), ``entry`` (header table entry: field * blocks_per_file + slot), and the statistics
+        ``stats_known``, ``count`` (real samples), ``min`` and ``max`` (per component: shape (n, ncomp)
+        for vector fields). Statistics are unknown (NaN) for blocks without a valid sidecar (run
+        ``hzio index``). Raises hzio.CorruptError when a header table points outside its file.
+
+        Examples
+        --------
+        >>> b = ds.blocks("temperature")                          # doctest: +SKIP
+        >>> b[(b["max"] >= 900) & b["present"]]["block"]          # blocks that may hold values >= 900
         """
         field, time = self._field(field), self._time(time)
+        comps = self._fields[field][2]
         rows = self._core.block_infos(field, time)
         width = max([len(r["file"]) for r in rows] + [1])
+        vshape = (comps,) if comps > 1 else ()
         dt = np.dtype([("block", np.int64), ("level", np.int32), ("file", f"U{width}"), ("present", bool),
                        ("offset", np.uint64), ("size", np.uint32), ("codec", np.uint8), ("rowmajor", bool),
-                       ("slot", np.int64)])
+                       ("slot", np.int64), ("entry", np.int64), ("stats_known", bool), ("count", np.uint64),
+                       ("min", np.float64, vshape), ("max", np.float64, vshape)])
         out = np.zeros(len(rows), dtype=dt)
+        bpf = self.blocks_per_file
         for i, r in enumerate(rows):
-            out[i] = (r["block"], r["level"], r["file"], r["offset"] != 0 and r["size"] != 0, r["offset"], r["size"],
-                      r["flags"] & 0x0F, bool(r["flags"] & 0x10), r["slot"])
+            present = r["offset"] != 0 and r["size"] != 0
+            known = r["stats_known"] and (r["count"] > 0 or not present)
+            mn = r["min"] if known and r["count"] > 0 else [np.nan] * comps
+            mx = r["max"] if known and r["count"] > 0 else [np.nan] * comps
+            out[i] = (r["block"], r["level"], r["file"], present, r["offset"], r["size"], r["flags"] & 0x0F,
+                      bool(r["flags"] & 0x10), r["entry"] % bpf, r["entry"], known, r["count"] if known else 0,
+                      mn if comps > 1 else mn[0], mx if comps > 1 else mx[0])
         return out
 
     def verify_block(self, block, field=None, time=None):
@@ -265,6 +294,13 @@ class Dataset:
         lo, hi, dropped = box_of_slices(key, self.shape, "assignment")
         field = self._field(None)
         comps = self._fields[field][2]
+        lo = tuple(a + o for a, o in zip(lo, self.origin))
+        hi = tuple(a + o for a, o in zip(hi, self.origin))
+        if np.isscalar(value) and not isinstance(value, np.generic):
+            cast = np.asarray(value, dtype=self._fields[field][1])
+            if cast != value:
+                raise InvalidArgumentError(f"{value!r} does not fit field {field!r} of dtype {cast.dtype} exactly")
+            value = cast
         value = np.asarray(value)
         shape = tuple(h - l for l, h in zip(lo, hi))
         target = tuple(n for a, n in enumerate(shape) if a not in dropped) + ((comps,) if comps > 1 else ())
@@ -310,6 +346,9 @@ class _LevelView:
 
     def __getitem__(self, key):
         lo, hi, dropped = box_of_slices(key, self._ds.shape, f"ds.level({self._level})[...]")
+        origin = self._ds.origin
+        lo = tuple(a + o for a, o in zip(lo, origin))
+        hi = tuple(a + o for a, o in zip(hi, origin))
         arr = self._ds.read((lo, hi), level=self._level, field=self._field, time=self._time)
         for a in reversed(dropped):
             if arr.shape[a] == 0:

@@ -1,4 +1,4 @@
-// Per-block codecs (raw, zip, lz4, zfp) behind one interface; see docs/format.md "Block payload codecs".
+// Per-block codecs (raw, zip, lz4, zfp) behind one interface; see docs/format.md "Codecs".
 // Layer: codec (depends on util only). No file I/O here: bytes in, bytes out.
 #pragma once
 

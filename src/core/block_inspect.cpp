@@ -32,12 +32,21 @@ Result<std::vector<BlockInfo>> Dataset::block_infos(std::string_view field, int6
       info.level = impl_->space_->level_of_block(static_cast<uint64_t>(b));
       info.file = path;
       info.file_exists = exists;
-      info.slot = f * idx.blocks_per_file + format::slot_in_file(idx, b);
+      info.entry = f * idx.blocks_per_file + format::slot_in_file(idx, b);
       if (exists) {
-        const auto& e = entries[static_cast<size_t>(info.slot)];
+        const auto& e = entries[static_cast<size_t>(info.entry)];
         info.offset = e.offset;
         info.size = e.size;
         info.flags = e.flags;
+        HZIO_ASSIGN_OR_RETURN(auto st, impl_->files_->block_stats(f, time, static_cast<uint64_t>(b), nullptr));
+        if (st) {
+          info.stats_known = true;
+          info.count = st->block.count;
+          info.min = st->block.min;
+          info.max = st->block.max;
+        }
+      } else {
+        info.stats_known = true;  // a missing block has no samples stored
       }
       out.push_back(info);
     }

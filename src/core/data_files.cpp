@@ -13,6 +13,10 @@ struct DataFiles::Stored {
   bool exists = false;
   std::shared_ptr<io::File> file;
   std::vector<format::BlockEntry> entries;
+  uint64_t size = 0;
+  uint32_t header_crc = 0;
+  bool stats_loaded = false;
+  std::optional<stats::StatsTable> stats;  // nullopt: no valid sidecar
 };
 
 struct DataFiles::Pending {
@@ -24,10 +28,18 @@ struct DataFiles::Pending {
   bool canonical = true;                    // appended in entry order, each entry once
   int64_t last_index = -1;
   std::string ready_path;                   // complete and durable, waiting for publish()
+  std::vector<std::optional<stats::BlockStats>> stats;  // per entry, for blocks written here
+  std::string stats_ready_path;
 };
 
-DataFiles::DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable)
-    : idx_(idx), idx_dir_(std::move(idx_dir)), durable_(durable) {}
+DataFiles::DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable, int stats_bits)
+    : idx_(idx), idx_dir_(std::move(idx_dir)), durable_(durable), stats_bits_(stats_bits) {}
+
+std::vector<int> DataFiles::components() const {
+  std::vector<int> c;
+  for (const auto& f : idx_->fields) c.push_back(f.dtype.components);
+  return c;
+}
 
 DataFiles::~DataFiles() { abort(); }
 
@@ -51,6 +63,8 @@ Result<DataFiles::Stored*> DataFiles::stored(const Key& key, ReadReport* report)
     HZIO_RETURN_IF_ERROR(s->file->read_at(0, bytes));
     HZIO_ASSIGN_OR_RETURN(s->entries, format::decode_header_table(bytes, static_cast<int>(idx_->fields.size()),
                                                                   idx_->blocks_per_file, size, path));
+    s->size = size;
+    s->header_crc = stats::crc32_of(bytes);
     if (report) {
       report->files_opened += 1;
       report->bytes_read += static_cast<int64_t>(bytes.size());
@@ -73,6 +87,35 @@ Result<std::optional<BlockLocation>> DataFiles::locate(int field, int64_t time, 
   return std::optional<BlockLocation>(BlockLocation{s->entries[index], s->file});
 }
 
+Status DataFiles::load_stats(Stored& s, ReadReport* report) {
+  if (s.stats_loaded || !s.exists) return Status::ok();
+  s.stats_loaded = true;
+  const std::string path = s.file->path() + stats::kStatsSuffix;
+  auto f = io::File::open(path, io::File::Mode::kRead);
+  if (!f.is_ok()) return Status::ok();  // no sidecar: statistics unknown
+  HZIO_ASSIGN_OR_RETURN(uint64_t size, f->size());
+  if (size > (uint64_t{1} << 32)) return corrupt("statistics file " + path + " is implausibly large");
+  std::vector<std::byte> bytes(static_cast<size_t>(size));
+  HZIO_RETURN_IF_ERROR(f->read_at(0, bytes));
+  if (report) report->bytes_read += static_cast<int64_t>(bytes.size());
+  auto t = stats::decode_stats_file(bytes, components(), idx_->blocks_per_file, s.size, s.header_crc, path);
+  if (t.is_ok()) s.stats = std::move(t).value();
+  else if (t.status().code() != ErrorCode::kNotFound) return t.status();
+  return Status::ok();
+}
+
+Result<std::optional<stats::BlockStats>> DataFiles::block_stats(int field, int64_t time, uint64_t block, ReadReport* report) {
+  std::lock_guard lock(mutex_);
+  const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
+  const size_t index = static_cast<size_t>(field) * static_cast<size_t>(idx_->blocks_per_file) +
+                       static_cast<size_t>(format::slot_in_file(*idx_, static_cast<int64_t>(block)));
+  HZIO_ASSIGN_OR_RETURN(Stored * s, stored(key, report));
+  if (!s->exists || !s->entries[index].present()) return std::optional<stats::BlockStats>(stats::BlockStats{});
+  HZIO_RETURN_IF_ERROR(load_stats(*s, report));
+  if (!s->stats || s->stats->entries[index].block.count == stats::kUnknown) return std::optional<stats::BlockStats>();
+  return std::optional<stats::BlockStats>(s->stats->entries[index]);
+}
+
 Result<DataFiles::Pending*> DataFiles::pending(const Key& key) {
   auto& slot = pending_[key];
   if (slot) return slot.get();
@@ -84,12 +127,14 @@ Result<DataFiles::Pending*> DataFiles::pending(const Key& key) {
   p->log = std::make_shared<io::File>(std::move(f));
   const size_t n = idx_->fields.size() * static_cast<size_t>(idx_->blocks_per_file);
   p->entries.assign(n, {});
+  p->stats.assign(n, std::nullopt);
   p->end = format::header_table_bytes(static_cast<int>(idx_->fields.size()), idx_->blocks_per_file);
   slot = std::move(p);
   return slot.get();
 }
 
-Status DataFiles::append(int field, int64_t time, uint64_t block, std::span<const std::byte> payload, uint32_t flags) {
+Status DataFiles::append(int field, int64_t time, uint64_t block, std::span<const std::byte> payload, uint32_t flags,
+                         const stats::BlockStats* block_stats) {
   std::lock_guard lock(mutex_);
   if (payload.size() > 0xFFFFFFFFu) return unsupported("block payload of " + std::to_string(payload.size()) + " bytes exceeds the format's 4 GiB");
   const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
@@ -99,6 +144,7 @@ Status DataFiles::append(int field, int64_t time, uint64_t block, std::span<cons
   if (index <= p->last_index) p->canonical = false;
   p->last_index = std::max(p->last_index, index);
   p->entries[static_cast<size_t>(index)] = {p->end, static_cast<uint32_t>(payload.size()), flags};
+  p->stats[static_cast<size_t>(index)] = block_stats ? std::optional<stats::BlockStats>(*block_stats) : std::nullopt;
   if (payload.empty()) p->entries[static_cast<size_t>(index)] = {};
   if (durable_ && payload.size() >= (1u << 20)) p->log->start_writeback(p->end, payload.size());
   p->end += payload.size();
@@ -126,6 +172,7 @@ Status DataFiles::rebuild(const Key& key, Pending& p, Stored* old) {
   std::vector<std::byte> header;
   format::encode_header_table(entries, header);
   if (s.is_ok()) s = out.write_at(0, header);
+  if (s.is_ok()) s = write_stats(p, old, entries, end, header);
   if (s.is_ok() && durable_) s = out.sync();
   if (s.is_ok()) s = out.close();
   if (s.is_ok()) p.ready_path = tmp;
@@ -134,10 +181,38 @@ Status DataFiles::rebuild(const Key& key, Pending& p, Stored* old) {
   return s;
 }
 
+Status DataFiles::write_stats(Pending& p, Stored* old, const std::vector<format::BlockEntry>& entries, uint64_t file_size,
+                              std::span<const std::byte> header) {
+  stats::StatsTable t;
+  t.sub_block_bits = stats_bits_;
+  t.blocks_per_file = idx_->blocks_per_file;
+  t.components = components();
+  t.entries.resize(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (!entries[i].present()) continue;  // count 0: missing
+    if (p.entries[i].present()) {
+      if (p.stats[i]) t.entries[i] = *p.stats[i];
+      else t.entries[i].block.count = stats::kUnknown;
+    } else if (old && old->stats_loaded && old->stats) {
+      t.entries[i] = old->stats->entries[i];
+    } else {
+      t.entries[i].block.count = stats::kUnknown;  // copied from the old file without known statistics
+    }
+  }
+  const auto bytes = stats::encode_stats_file(t, file_size, stats::crc32_of(header));
+  p.stats_ready_path = p.final_path + stats::kStatsSuffix + ".tmp." + std::to_string(::getpid());
+  HZIO_ASSIGN_OR_RETURN(io::File f, io::File::open(p.stats_ready_path, io::File::Mode::kCreate));
+  HZIO_RETURN_IF_ERROR(f.write_at(0, bytes));
+  if (durable_) HZIO_RETURN_IF_ERROR(f.sync());
+  return f.close();
+}
+
 Status DataFiles::finish(const Key& key, Pending& p) {
-  auto old = stored(key, nullptr);
-  if (!old.is_ok() && old.status().code() != ErrorCode::kCorrupt) return old.status();
-  Stored* prior = old.is_ok() ? old.value() : nullptr;  // a corrupt old file is replaced, not merged
+  // A corrupt old file fails the commit: replacing it would silently drop the blocks not rewritten.
+  HZIO_ASSIGN_OR_RETURN(Stored * prior, stored(key, nullptr));
+  if (prior && prior->exists && !prior->stats_loaded) {
+    (void)load_stats(*prior, nullptr);  // a bad sidecar only means the old blocks' stats are unknown
+  }
   bool needs_old = false;
   if (prior && prior->exists) {
     for (size_t i = 0; i < p.entries.size(); ++i) needs_old |= prior->entries[i].present() && !p.entries[i].present();
@@ -146,6 +221,7 @@ Status DataFiles::finish(const Key& key, Pending& p) {
   std::vector<std::byte> header;
   format::encode_header_table(p.entries, header);
   Status s = p.log->write_at(0, header);
+  if (s.is_ok()) s = write_stats(p, prior, p.entries, p.end, header);
   if (s.is_ok() && durable_) s = p.log->sync();
   if (s.is_ok()) p.ready_path = p.log_path;
   else (void)io::remove_path(p.log_path);
@@ -183,9 +259,15 @@ Status DataFiles::publish() {
   HZIO_RETURN_IF_ERROR(prepare_locked());
   Status first_error;
   for (auto& [key, p] : pending_) {
-    Status s = first_error.is_ok() ? io::rename_file(p->ready_path, p->final_path, durable_) : Status::ok();
+    Status s = first_error.is_ok() && !p->stats_ready_path.empty()
+                   ? io::rename_file(p->stats_ready_path, p->final_path + stats::kStatsSuffix, false)
+                   : Status::ok();
+    if (s.is_ok() && first_error.is_ok()) s = io::rename_file(p->ready_path, p->final_path, durable_);
     if (!s.is_ok()) first_error = s;
-    if (!first_error.is_ok()) (void)io::remove_path(p->ready_path);
+    if (!first_error.is_ok()) {
+      (void)io::remove_path(p->ready_path);
+      if (!p->stats_ready_path.empty()) (void)io::remove_path(p->stats_ready_path);
+    }
   }
   pending_.clear();
   stored_.clear();
@@ -197,6 +279,7 @@ void DataFiles::abort() {
   for (auto& [key, p] : pending_) {
     (void)io::remove_path(p->log_path);
     if (!p->ready_path.empty()) (void)io::remove_path(p->ready_path);
+    if (!p->stats_ready_path.empty()) (void)io::remove_path(p->stats_ready_path);
   }
   pending_.clear();
 }

@@ -16,6 +16,7 @@
 #include "hzio/status.hpp"
 #include "hzio/types.hpp"
 #include "io/posix_file.hpp"
+#include "stats/stats_file.hpp"
 
 namespace hzio::core {
 
@@ -27,7 +28,8 @@ struct BlockLocation {
 
 class DataFiles {
  public:
-  DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable);
+  // stats_bits: sub-block statistics grain (0 = per block only).
+  DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable, int stats_bits = 0);
   ~DataFiles();
 
   // Local, thread-safe. The stored block (uncommitted writes first), or nullopt if it is missing
@@ -35,8 +37,15 @@ class DataFiles {
   // Errors: kCorrupt (bad header table, naming the file), kIo.
   Result<std::optional<BlockLocation>> locate(int field, int64_t time, uint64_t block, ReadReport* report);
 
-  // Local, not thread-safe. Appends a payload for (field, time, block) to its file's write log.
-  Status append(int field, int64_t time, uint64_t block, std::span<const std::byte> payload, uint32_t flags);
+  // Local, not thread-safe. Appends a payload for (field, time, block) to its file's write log, with
+  // the block's statistics (nullptr: unknown).
+  Status append(int field, int64_t time, uint64_t block, std::span<const std::byte> payload, uint32_t flags,
+                const stats::BlockStats* block_stats = nullptr);
+
+  // Local, thread-safe. The committed statistics of a block: nullopt when unknown (no valid sidecar),
+  // count 0 when the block is missing. Errors: as locate().
+  Result<std::optional<stats::BlockStats>> block_stats(int field, int64_t time, uint64_t block, ReadReport* report);
+  int stats_bits() const { return stats_bits_; }
 
   // Local. Makes every written file final: each is rebuilt in canonical order (header, then payloads
   // by field and slot) when needed, synced if durable, and renamed over the old file.
@@ -64,10 +73,15 @@ class DataFiles {
   Status finish(const Key& key, Pending& p);
   Status rebuild(const Key& key, Pending& p, Stored* old);
   Status prepare_locked();
+  Status load_stats(Stored& s, ReadReport* report);
+  Status write_stats(Pending& p, Stored* old, const std::vector<format::BlockEntry>& entries, uint64_t file_size,
+                     std::span<const std::byte> header);
+  std::vector<int> components() const;
 
   const format::IdxFile* idx_;
   std::string idx_dir_;
   bool durable_;
+  int stats_bits_ = 0;
   std::mutex mutex_;
   std::map<Key, std::unique_ptr<Stored>> stored_;
   std::map<Key, std::unique_ptr<Pending>> pending_;

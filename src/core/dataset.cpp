@@ -13,7 +13,13 @@ Dataset::Impl::Impl(std::string path, format::IdxFile idx, const OpenOptions& op
     : path_(std::move(path)), dir_(io::parent_dir(path_)), idx_(std::move(idx)), options_(options),
       pool_(options.threads) {
   space_ = std::make_unique<hzorder::HzSpace>(idx_.bitmask, idx_.bits_per_block);
-  files_ = std::make_unique<core::DataFiles>(&idx_, dir_, options_.durable);
+  // "(hzio stats) v1 sub_block_bits=N": hzio's extension key (OpenVisus keeps it as metadata).
+  int stats_bits = 0;
+  if (const std::string* v = idx_.find_extra("hzio stats")) {
+    const size_t at = v->find("sub_block_bits=");
+    if (at != std::string::npos) stats_bits = std::clamp(std::atoi(v->c_str() + at + 15), 0, std::min(idx_.bits_per_block, 16));
+  }
+  files_ = std::make_unique<core::DataFiles>(&idx_, dir_, options_.durable, stats_bits);
 }
 
 Status Dataset::Impl::init_fields() {
@@ -143,6 +149,11 @@ Result<format::IdxFile> idx_for(const std::string& path, const CreateOptions& o)
   for (const auto& f : o.fields) {
     auto spec = codec::CodecSpec::parse(f.codec == "raw" ? "" : f.codec);
     if (!spec.is_ok()) return invalid_argument("field '" + f.name + "': " + spec.status().message());
+    if (spec->kind == codec::CodecKind::kZfp && !(spec->zfp_encode == spec->zfp_decode)) {
+      return invalid_argument("field '" + f.name + "': codec '" + f.codec +
+                              "' encodes and decodes zfp in different modes and would not round-trip; use e.g. "
+                              "zfp-reversible-reversible or zfp-precision=20-precision=20");
+    }
     format::FieldDesc d;
     d.name = f.name;
     d.dtype = f.dtype;
@@ -166,6 +177,11 @@ Result<format::IdxFile> idx_for(const std::string& path, const CreateOptions& o)
     }
   }
   HZIO_RETURN_IF_ERROR(idx.validate(path));
+  if (o.stats_sub_block_bits < 0 || o.stats_sub_block_bits > std::min(idx.bits_per_block, 16)) {
+    return invalid_argument("stats_sub_block_bits " + std::to_string(o.stats_sub_block_bits) + " not in [0, " +
+                            std::to_string(std::min(idx.bits_per_block, 16)) + "]");
+  }
+  idx.set_extra("hzio stats", "v1 sub_block_bits=" + std::to_string(o.stats_sub_block_bits));
   return idx;
 }
 
@@ -209,6 +225,7 @@ Result<std::unique_ptr<Dataset>> Dataset::open(const std::string& path_in, const
 const std::string& Dataset::path() const { return impl_->path_; }
 int Dataset::ndim() const { return impl_->idx_.ndim; }
 Point Dataset::dims() const { return impl_->idx_.box.hi; }
+Box Dataset::box() const { return impl_->idx_.box; }
 const std::vector<FieldSpec>& Dataset::fields() const { return impl_->field_specs_; }
 int Dataset::max_level() const { return impl_->idx_.bitmask.max_level(); }
 const std::string& Dataset::bitmask() const { return impl_->idx_.bitmask.text(); }

@@ -6,6 +6,7 @@
 
 #include "core/dataset_impl.hpp"
 #include "hzorder/block_copy.hpp"
+#include "stats/block_stats.hpp"
 
 namespace hzio {
 namespace {
@@ -60,6 +61,7 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
   std::vector<char> partial(raw.size());
   std::vector<Status> errors(raw.size());
   std::vector<double> hz_s(raw.size()), zip_s(raw.size());
+  std::vector<stats::BlockStats> st(raw.size());
   pending_bytes_ += static_cast<int64_t>(box.sample_count() * fc.dtype.bytes());
   for (size_t start = 0; start < blocks.size(); start += batch) {
     const size_t n = std::min(batch, blocks.size() - start);
@@ -95,6 +97,7 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
       const double t1 = now();
       hz_s[i] = t1 - t0;
       zip_s[i] = 0;
+      if (!partial[i]) st[i] = stats::compute_block_stats(*space_, b, fc.layout, raw[i], fc.dtype, idx_.box, files_->stats_bits());
       if (!partial[i] && fc.codec.kind != codec::CodecKind::kRaw) {
         auto f = core::encode_block(fc, *space_, idx_.ndim, b, raw[i], payload[i]);
         if (!f.is_ok()) errors[i] = f.status();
@@ -115,7 +118,7 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
       }
       const auto& out = fc.codec.kind == codec::CodecKind::kRaw ? raw[i] : payload[i];
       const double t0 = now();
-      HZIO_RETURN_IF_ERROR(files_->append(field, time, b, out, flags[i]));
+      HZIO_RETURN_IF_ERROR(files_->append(field, time, b, out, flags[i], &st[i]));
       pending_times_.compress += zip_s[i];
       note_block(b, static_cast<int64_t>(out.size()), hz_s[i], now() - t0);
     }
@@ -131,8 +134,11 @@ Status Dataset::Impl::flush_dirty() {
   std::vector<uint32_t> flags(keys.size());
   std::vector<Status> errors(keys.size());
   std::vector<double> zip_s(keys.size());
+  std::vector<stats::BlockStats> st(keys.size());
   pool_.parallel_for(keys.size(), [&](size_t i) {
     const auto& [field, time, b] = keys[i];
+    st[i] = stats::compute_block_stats(*space_, b, coding_[field].layout, dirty_[keys[i]], coding_[field].dtype, idx_.box,
+                                       files_->stats_bits());
     const double t0 = now();
     auto f = core::encode_block(coding_[field], *space_, idx_.ndim, b, dirty_[keys[i]], payload[i]);
     if (f.is_ok()) flags[i] = f.value();
@@ -143,7 +149,7 @@ Status Dataset::Impl::flush_dirty() {
     HZIO_RETURN_IF_ERROR(errors[i]);
     const auto& [field, time, b] = keys[i];
     const double t0 = now();
-    HZIO_RETURN_IF_ERROR(files_->append(field, time, b, payload[i], flags[i]));
+    HZIO_RETURN_IF_ERROR(files_->append(field, time, b, payload[i], flags[i], &st[i]));
     pending_times_.compress += zip_s[i];
     note_block(b, static_cast<int64_t>(payload[i].size()), 0, now() - t0);
   }

@@ -14,7 +14,8 @@
 
 namespace hzio::format {
 
-// One entry of (fields). Options hzio does not interpret are kept as text and written back.
+// One entry of (fields). hzio keeps compression, layout, default_value, filter, min, max and
+// description; other per-field options are dropped when the .idx is rewritten.
 struct FieldDesc {
   std::string name;
   DType dtype;
@@ -59,7 +60,8 @@ struct IdxFile {
 
   // Local. Parses the text form; `idx_name` (the .idx path) names errors and the default template.
   // Applies validate(). Errors: kFormat naming the file, the key and the reason; kUnsupported for
-  // valid IDX that hzio cannot read (versions < 6, ARCO, F masks, filters, more than 3 dims).
+  // valid IDX that hzio cannot read (versions < 6, ARCO, F masks, filters). A bitmask naming more
+  // than 3 axes is kFormat.
   static Result<IdxFile> parse(std::string_view text, std::string_view idx_name);
   // Local. Fills the OpenVisus defaults (bits per block, blocks per file, template) and checks the
   // whole. Errors: kFormat.

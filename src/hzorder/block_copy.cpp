@@ -91,7 +91,7 @@ void copy_hz_whole(const Run& run, const Plan& p, std::byte* block, const ArrayV
   std::byte* b = block + run.first * S;
   int64_t hi_off = 0;
   for (int64_t h = 0; h < hi_n; ++h) {
-    if (h) {  // Gray-free incremental update: add the new low bit's weight, drop the carried ones
+    if (h) {  // the high-bit offset, summed over the set bits of h (a few adds per 64 samples)
       hi_off = 0;
       for (int64_t v = h; v; v &= v - 1) hi_off += weight(lo_bits + __builtin_ctzll(static_cast<unsigned long long>(v)));
     }

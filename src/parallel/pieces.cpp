@@ -8,6 +8,7 @@
 
 #include "format/file_name.hpp"
 #include "hzorder/block_copy.hpp"
+#include "stats/block_stats.hpp"
 
 namespace hzio::parallel {
 namespace {
@@ -170,6 +171,7 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
   std::vector<uint32_t> flags(entries.size());
   std::vector<Status> errors(entries.size());
   std::vector<double> hz(entries.size()), zip(entries.size());
+  std::vector<stats::BlockStats> st(entries.size());
   ds.pool_.parallel_for(entries.size(), [&](size_t i) {
     const int field = static_cast<int>(entries[i] / bpf);
     const uint64_t block = static_cast<uint64_t>(chunk.first_block + entries[i] % bpf);
@@ -178,6 +180,8 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
     const double t1 = now();
     hz[i] = t1 - t0;
     if (!errors[i].is_ok()) return;
+    st[i] = stats::compute_block_stats(*ds.space_, block, ds.coding_[field].layout, raw[i], ds.coding_[field].dtype,
+                                       ds.idx_.box, ds.files_->stats_bits());
     auto f = core::encode_block(ds.coding_[field], *ds.space_, ds.idx_.ndim, block, raw[i], payload[i]);
     if (f.is_ok()) flags[i] = f.value();
     else errors[i] = f.status();
@@ -189,7 +193,7 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
     const uint64_t block = static_cast<uint64_t>(chunk.first_block + entries[i] % bpf);
     const size_t level = static_cast<size_t>(ds.space_->level_of_block(block));
     const double t0 = now();
-    HZIO_RETURN_IF_ERROR(ds.files_->append(field, chunk.time, block, payload[i], flags[i]));
+    HZIO_RETURN_IF_ERROR(ds.files_->append(field, chunk.time, block, payload[i], flags[i], &st[i]));
     const double dt = now() - t0;
     times.phases.write += dt;
     times.phases.hz += hz[i];

@@ -1,0 +1,133 @@
+// Block statistics kernels. Reductions are written as (v < m ? v : m) per lane so that compilers emit
+// packed min/max without fast-math; NaN samples never become a min or max.
+#include "stats/block_stats.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace hzio::stats {
+namespace {
+
+template <class T>
+double down(T v) {
+  const double d = static_cast<double>(v);
+  if constexpr (std::is_integral_v<T> && sizeof(T) == 8) {
+    if (d > static_cast<double>(std::numeric_limits<T>::lowest()) && static_cast<T>(d) > v) return std::nextafter(d, -INFINITY);
+  }
+  return d;
+}
+
+template <class T>
+double up(T v) {
+  const double d = static_cast<double>(v);
+  if constexpr (std::is_integral_v<T> && sizeof(T) == 8) {
+    if (d < static_cast<double>(std::numeric_limits<T>::max()) && static_cast<T>(d) < v) return std::nextafter(d, INFINITY);
+  }
+  return d;
+}
+
+// Min/max of component c over indices [begin, end) where mask (if any) is set.
+template <class T>
+void reduce(const T* v, int comps, int c, uint64_t begin, uint64_t end, const std::vector<char>* mask, RangeStats& out) {
+  constexpr int kLanes = 8;
+  T mn[kLanes], mx[kLanes];
+  for (int l = 0; l < kLanes; ++l) {
+    mn[l] = std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+    mx[l] = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+  }
+  uint64_t i = begin;
+  if (!mask && comps == 1) {
+    for (; i + kLanes <= end; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) {
+        const T x = v[i + l];
+        mn[l] = x < mn[l] ? x : mn[l];
+        mx[l] = x > mx[l] ? x : mx[l];
+      }
+  }
+  for (; i < end; ++i) {
+    if (mask && !(*mask)[i]) continue;
+    const T x = v[i * comps + c];
+    mn[0] = x < mn[0] ? x : mn[0];
+    mx[0] = x > mx[0] ? x : mx[0];
+  }
+  T a = mn[0], b = mx[0];
+  for (int l = 1; l < kLanes; ++l) {
+    a = mn[l] < a ? mn[l] : a;
+    b = mx[l] > b ? mx[l] : b;
+  }
+  out.min[c] = down(a);
+  out.max[c] = up(b);
+}
+
+template <class T>
+void range_stats(const std::byte* data, int comps, uint64_t begin, uint64_t end, const std::vector<char>* mask,
+                 RangeStats& out) {
+  const T* v = reinterpret_cast<const T*>(data);
+  out.min.assign(static_cast<size_t>(comps), 0);
+  out.max.assign(static_cast<size_t>(comps), 0);
+  out.count = 0;
+  if (mask) {
+    for (uint64_t i = begin; i < end; ++i) out.count += (*mask)[i] != 0;
+  } else {
+    out.count = end - begin;
+  }
+  if (out.count == 0) return;
+  for (int c = 0; c < comps; ++c) reduce(v, comps, c, begin, end, mask, out);
+}
+
+void dispatch(Scalar s, const std::byte* d, int comps, uint64_t b, uint64_t e, const std::vector<char>* m, RangeStats& o) {
+  switch (s) {
+    case Scalar::kInt8: return range_stats<int8_t>(d, comps, b, e, m, o);
+    case Scalar::kUint8: return range_stats<uint8_t>(d, comps, b, e, m, o);
+    case Scalar::kInt16: return range_stats<int16_t>(d, comps, b, e, m, o);
+    case Scalar::kUint16: return range_stats<uint16_t>(d, comps, b, e, m, o);
+    case Scalar::kInt32: return range_stats<int32_t>(d, comps, b, e, m, o);
+    case Scalar::kUint32: return range_stats<uint32_t>(d, comps, b, e, m, o);
+    case Scalar::kInt64: return range_stats<int64_t>(d, comps, b, e, m, o);
+    case Scalar::kUint64: return range_stats<uint64_t>(d, comps, b, e, m, o);
+    case Scalar::kFloat32: return range_stats<float>(d, comps, b, e, m, o);
+    case Scalar::kFloat64: return range_stats<double>(d, comps, b, e, m, o);
+  }
+}
+
+}  // namespace
+
+BlockStats compute_block_stats(const hzorder::HzSpace& space, uint64_t block, Layout layout,
+                               std::span<const std::byte> data, DType dtype, const Box& dataset_box, int sub_block_bits) {
+  const uint64_t n = uint64_t{1} << space.bits_per_block();
+  // Padding only exists in blocks that reach past the dataset box: mark their real samples.
+  std::vector<char> mask;
+  uint64_t real = 0;
+  Point lo, hi;
+  for (const auto& run : space.block_runs(block, layout)) {
+    if (hzorder::run_range_in_box(run, dataset_box, lo, hi)) real += static_cast<uint64_t>((hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]));
+  }
+  if (real < n) {
+    mask.assign(n, 0);
+    for (const auto& run : space.block_runs(block, layout)) {
+      if (!hzorder::run_range_in_box(run, dataset_box, lo, hi)) continue;
+      for (int64_t z = lo[2]; z < hi[2]; ++z)
+        for (int64_t y = lo[1]; y < hi[1]; ++y)
+          for (int64_t x = lo[0]; x < hi[0]; ++x)
+            mask[run.first + run.luts->axis[2][z] + run.luts->axis[1][y] + run.luts->axis[0][x]] = 1;
+    }
+  }
+  const std::vector<char>* m = mask.empty() ? nullptr : &mask;
+  BlockStats s;
+  dispatch(dtype.scalar, data.data(), dtype.components, 0, n, m, s.block);
+  if (sub_block_bits > 0) {
+    const uint64_t parts = uint64_t{1} << sub_block_bits, len = n / parts;
+    s.parts.resize(parts);
+    for (uint64_t p = 0; p < parts; ++p) dispatch(dtype.scalar, data.data(), dtype.components, p * len, (p + 1) * len, m, s.parts[p]);
+  }
+  return s;
+}
+
+bool may_contain(const RangeStats& s, int component, double lo, double hi) {
+  if (s.count == kUnknown) return true;
+  if (s.count == 0) return false;
+  return s.max[static_cast<size_t>(component)] >= lo && s.min[static_cast<size_t>(component)] <= hi;
+}
+
+}  // namespace hzio::stats

@@ -1,0 +1,124 @@
+// Encoding and checking of the .hzstats sidecar (docs/format.md "Statistics sidecar").
+#include "stats/stats_file.hpp"
+
+#include <zlib.h>
+
+#include <cstring>
+
+namespace hzio::stats {
+namespace {
+
+constexpr char kMagic[8] = {'H', 'Z', 'S', 'T', 'A', 'T', 'S', '1'};
+constexpr size_t kHeaderBytes = 48;
+
+template <class T>
+void put(std::vector<std::byte>& out, T v) {
+  const size_t at = out.size();
+  out.resize(at + sizeof(T));
+  std::memcpy(out.data() + at, &v, sizeof(T));  // little-endian hosts only (x86-64, aarch64)
+}
+
+template <class T>
+T get(const std::byte* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+size_t range_bytes(int comps) { return 8 + 16 * static_cast<size_t>(comps); }
+
+void put_range(std::vector<std::byte>& out, const RangeStats& r, int comps) {
+  put<uint64_t>(out, r.count);
+  for (int c = 0; c < comps; ++c) {
+    const bool have = r.count != 0 && r.count != kUnknown && static_cast<size_t>(c) < r.min.size();
+    put<double>(out, have ? r.min[static_cast<size_t>(c)] : 0.0);
+    put<double>(out, have ? r.max[static_cast<size_t>(c)] : 0.0);
+  }
+}
+
+const std::byte* get_range(const std::byte* p, RangeStats& r, int comps) {
+  r.count = get<uint64_t>(p);
+  p += 8;
+  r.min.resize(static_cast<size_t>(comps));
+  r.max.resize(static_cast<size_t>(comps));
+  for (int c = 0; c < comps; ++c, p += 16) {
+    r.min[static_cast<size_t>(c)] = get<double>(p);
+    r.max[static_cast<size_t>(c)] = get<double>(p + 8);
+  }
+  return p;
+}
+
+}  // namespace
+
+uint32_t crc32_of(std::span<const std::byte> bytes) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  size_t at = 0;
+  while (at < bytes.size()) {  // zlib takes uInt lengths
+    const uInt n = static_cast<uInt>(std::min<size_t>(bytes.size() - at, 1u << 30));
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + at), n);
+    at += n;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+std::vector<std::byte> encode_stats_file(const StatsTable& t, uint64_t data_file_size, uint32_t header_crc) {
+  std::vector<std::byte> out;
+  for (char c : kMagic) out.push_back(static_cast<std::byte>(c));
+  put<uint32_t>(out, 1);
+  put<uint32_t>(out, static_cast<uint32_t>(t.components.size()));
+  put<uint64_t>(out, static_cast<uint64_t>(t.blocks_per_file));
+  put<uint32_t>(out, static_cast<uint32_t>(t.sub_block_bits));
+  put<uint32_t>(out, 0);
+  put<uint64_t>(out, data_file_size);
+  put<uint32_t>(out, header_crc);
+  put<uint32_t>(out, 0);
+  for (int c : t.components) put<uint32_t>(out, static_cast<uint32_t>(c));
+  if (t.components.size() % 2) put<uint32_t>(out, 0);
+  const size_t parts = t.sub_block_bits > 0 ? size_t{1} << t.sub_block_bits : 0;
+  for (size_t i = 0; i < t.entries.size(); ++i) {
+    const int comps = t.components[i / static_cast<size_t>(t.blocks_per_file)];
+    const BlockStats& e = t.entries[i];
+    put_range(out, e.block, comps);
+    for (size_t p = 0; p < parts; ++p) put_range(out, p < e.parts.size() ? e.parts[p] : RangeStats{e.block.count == 0 ? 0 : kUnknown, {}, {}}, comps);
+  }
+  return out;
+}
+
+Result<StatsTable> decode_stats_file(std::span<const std::byte> bytes, const std::vector<int>& components,
+                                     int64_t blocks_per_file, uint64_t data_file_size, uint32_t header_crc,
+                                     const std::string& name) {
+  const std::string where = "statistics file " + name + ": ";
+  if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, 8) != 0) return corrupt(where + "bad magic or truncated header");
+  const std::byte* p = bytes.data();
+  if (get<uint32_t>(p + 8) != 1) return corrupt(where + "unknown version " + std::to_string(get<uint32_t>(p + 8)));
+  if (get<uint32_t>(p + 12) != components.size() || get<uint64_t>(p + 16) != static_cast<uint64_t>(blocks_per_file)) {
+    return corrupt(where + "field count or blocks per file differ from the dataset");
+  }
+  StatsTable t;
+  t.sub_block_bits = static_cast<int>(get<uint32_t>(p + 24));
+  if (t.sub_block_bits > 24) return corrupt(where + "sub-block bits " + std::to_string(t.sub_block_bits) + " out of range");
+  if (get<uint64_t>(p + 32) != data_file_size || get<uint32_t>(p + 40) != header_crc) {
+    return not_found(where + "describes another version of its data file");
+  }
+  t.blocks_per_file = blocks_per_file;
+  t.components = components;
+  const size_t fields_bytes = (components.size() + components.size() % 2) * 4;
+  const size_t parts = t.sub_block_bits > 0 ? size_t{1} << t.sub_block_bits : 0;
+  size_t want = kHeaderBytes + fields_bytes;
+  for (int c : components) want += static_cast<size_t>(blocks_per_file) * (1 + parts) * range_bytes(c);
+  if (bytes.size() != want) return corrupt(where + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(want));
+  for (size_t f = 0; f < components.size(); ++f) {
+    if (get<uint32_t>(p + kHeaderBytes + 4 * f) != static_cast<uint32_t>(components[f])) return corrupt(where + "component counts differ");
+  }
+  p += kHeaderBytes + fields_bytes;
+  t.entries.resize(components.size() * static_cast<size_t>(blocks_per_file));
+  for (size_t i = 0; i < t.entries.size(); ++i) {
+    const int comps = components[i / static_cast<size_t>(blocks_per_file)];
+    p = get_range(p, t.entries[i].block, comps);
+    t.entries[i].parts.resize(parts);
+    for (size_t k = 0; k < parts; ++k) p = get_range(p, t.entries[i].parts[k], comps);
+  }
+  return t;
+}
+
+}  // namespace hzio::stats
