@@ -39,6 +39,7 @@ nb::dict report_dict(const ReadReport& r) {
 }
 
 using Buffer = nb::ndarray<nb::c_contig, nb::device::cpu>;
+using ReadOnly = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 
 std::unique_ptr<Dataset> create(const std::string& path, std::vector<int64_t> dims,
                                 std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> fields,
@@ -122,7 +123,7 @@ NB_MODULE(_core, m) {
         SampleGrid g = take(d.level_grid(box(lo, hi), level));
         return std::make_tuple(triple(g.origin), triple(g.spacing), triple(g.count));
       })
-      .def("write_box", [](Dataset& d, Triple lo, Triple hi, const std::string& field, int64_t time, Buffer data) {
+      .def("write_box", [](Dataset& d, Triple lo, Triple hi, const std::string& field, int64_t time, ReadOnly data) {
         const void* ptr = data.data();
         const size_t n = data.nbytes();
         nb::gil_scoped_release release;
@@ -161,6 +162,22 @@ NB_MODULE(_core, m) {
           e["max"] = b.max;
           out.append(e);
         }
+        return out;
+      })
+      .def("query", [](Dataset& d, Triple lo, Triple hi, int level, const std::string& field, int64_t time, double vlo,
+                       double vhi, int component, bool mask) {
+        QueryResult r;
+        {
+          nb::gil_scoped_release release;
+          check(d.query(box(lo, hi), level, field, time, vlo, vhi, component, mask, &r));
+        }
+        nb::dict out;
+        out["points"] = nb::bytes(reinterpret_cast<const char*>(r.points.data()), r.points.size() * sizeof(int64_t));
+        out["values"] = nb::bytes(reinterpret_cast<const char*>(r.values.data()), r.values.size());
+        out["mask"] = nb::bytes(reinterpret_cast<const char*>(r.mask.data()), r.mask.size());
+        nb::dict rep = report_dict(r.report);
+        rep["blocks_skipped"] = r.blocks_skipped;
+        out["report"] = rep;
         return out;
       })
       .def("verify_block", [](Dataset& d, const std::string& field, int64_t time, int64_t block) {

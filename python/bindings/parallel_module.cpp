@@ -74,7 +74,7 @@ void bind_parallel(nb::module_& m) {
       })
       .def_prop_ro("dataset", &ParallelDataset::dataset, nb::rv_policy::reference_internal)
       .def("write_box", [](ParallelDataset& d, Triple lo, Triple hi, const std::string& field, int64_t time,
-                           nb::ndarray<nb::c_contig, nb::device::cpu> data) {
+                           nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> data) {
         const void* ptr = data.data();
         const size_t n = data.nbytes();
         nb::gil_scoped_release release;

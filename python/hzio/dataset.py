@@ -217,6 +217,53 @@ class Dataset:
             self.last_report["level"] = level
             yield level, arr
 
+    def query(self, field, lo, hi, time=None, box=None, level=None, mask=False, component=None):
+        """Find the samples whose value lies in ``[lo, hi]``, reading only blocks whose statistics allow it.
+
+        Parameters
+        ----------
+        field : str
+            The field to test (``None``: the first one).
+        lo, hi : float
+            Inclusive value range.
+        time, box, level : optional
+            As in :meth:`read`; the query covers the samples of levels ``0..level`` inside ``box``.
+        mask : bool
+            Return a boolean array over the ``read(box, level)`` grid instead of coordinates and values.
+        component : int, optional
+            Required for vector fields: the component to test.
+
+        Returns
+        -------
+        (coords, values) or numpy.ndarray
+            ``coords`` is an ``(n, ndim)`` int64 array of sample coordinates in ``[z, y, x]`` order, in
+            C order; ``values`` holds the matching samples (``(n, ncomp)`` for vector fields).
+            ``last_report`` tells blocks read and skipped and bytes read.
+
+        Examples
+        --------
+        >>> coords, values = ds.query("temperature", 1500, 2000)          # doctest: +SKIP
+        >>> front = ds.query("temperature", 1500, 2000, mask=True)       # doctest: +SKIP
+        """
+        field, time = self._field(field), self._time(time)
+        _, scalar, comps = self._fields[field]
+        if component is None:
+            if comps > 1:
+                raise InvalidArgumentError(f"field {field!r} has {comps} components: pass component=")
+            component = 0
+        blo, bhi = self._box(box)
+        level = -1 if level is None else _level(level, self.max_level)
+        lo3, hi3 = to_xfirst(blo, self._ndim, 0), to_xfirst(bhi, self._ndim, 1)
+        r = self._core.query(lo3, hi3, level, field, time, float(lo), float(hi), int(component), bool(mask))
+        self.last_report = r["report"]
+        if mask:
+            _, _, count = self._core.level_grid(lo3, hi3, level)
+            return np.frombuffer(r["mask"], dtype=np.uint8).astype(bool).reshape(to_zyx(count, self._ndim))
+        pts = np.frombuffer(r["points"], dtype=np.int64).reshape(-1, 3)[:, : self._ndim][:, ::-1]
+        vals = np.frombuffer(r["values"], dtype=scalar)
+        vals = vals.reshape(-1, comps) if comps > 1 else vals
+        return np.ascontiguousarray(pts), vals.copy()
+
     # ---------------------------------------------------------------- blocks
     def blocks(self, field=None, time=None):
         """Where every block of a field and timestep is stored, as a NumPy structured array.

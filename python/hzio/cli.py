@@ -1,0 +1,175 @@
+"""The ``hzio`` command line: ``info``, ``read``, ``convert``, ``verify`` and ``dump`` over the public API.
+
+Run ``hzio -h`` or ``hzio COMMAND -h``. Errors print ``hzio: error: <message>`` on stderr and exit with
+status 2 (``verify`` exits 1 when it finds a corrupt block); there is never a traceback for hzio errors.
+"""
+
+import argparse
+import os
+import sys
+
+import hzio
+
+from ._cli_convert import convert
+from ._cli_dump import dump
+from ._cli_inspect import info, read
+from ._cli_util import UsageError
+from ._cli_verify import verify
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+_EPILOG = """\
+examples:
+  hzio info data.idx
+  hzio read data.idx -o coarse.npy --level 12 --box 0:64,:,:
+  hzio convert volume.raw out.idx --shape 256,256,256 --dtype float32 --codec zip
+  hzio verify data.idx && echo intact
+  hzio dump data.idx --field temperature --time 0
+"""
+
+
+def build_parser():
+    """Return the :class:`argparse.ArgumentParser` of the ``hzio`` command.
+
+    Examples
+    --------
+    >>> build_parser().parse_args(["info", "a.idx", "--json"]).json
+    True
+    """
+    parser = argparse.ArgumentParser(
+        prog="hzio", description="Inspect, read, convert and verify IDX datasets (hierarchical Z order).",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"hzio {hzio.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_info(sub)
+    _add_read(sub)
+    _add_convert(sub)
+    _add_verify(sub)
+    _add_dump(sub)
+    return parser
+
+
+def _add_command(sub, name, func, summary, description):
+    p = sub.add_parser(name, help=summary, description=description,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(func=func)
+    return p
+
+
+def _add_selection(p, all_by_default):
+    scope = "all" if all_by_default else "the first"
+    p.add_argument("--field", metavar="F", help=f"field name (default: {scope})")
+    p.add_argument("--time", metavar="T", type=int, help=f"timestep (default: {scope})")
+
+
+def _add_info(sub):
+    p = _add_command(sub, "info", info, "show a dataset's shape, fields, bitmask, blocks and levels",
+                     "Print the metadata of a dataset: shape ([z, y, x]), fields with dtype, codec and layout, "
+                     "timesteps,\nbitmask, block and file counts, and the grid shape of every level.")
+    p.add_argument("dataset", metavar="DATASET", help="the .idx file")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _add_read(sub):
+    p = _add_command(sub, "read", read, "read a box at a level into a .npy file",
+                     "Read the samples of levels 0..H inside a box and save them with numpy.save.")
+    p.add_argument("dataset", metavar="DATASET", help="the .idx file")
+    p.add_argument("-o", "--output", metavar="OUT.npy", required=True, help="the .npy file to write")
+    _add_selection(p, all_by_default=False)
+    p.add_argument("--level", metavar="H", type=int, help="resolution level (default: max_level, full resolution)")
+    p.add_argument("--box", metavar="z0:z1,y0:y1,x0:x1",
+                   help="box in [z, y, x] order with exclusive ends; ':' (or an empty bound) means the whole axis")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing")
+
+
+def _add_convert(sub):
+    p = _add_command(sub, "convert", convert, "write a .npy or raw binary array into a new dataset",
+                     "Convert a .npy file, or a raw binary file described by --shape and --dtype, into a new "
+                     "IDX dataset.\nThe input is memory-mapped and written in slabs along z.")
+    p.add_argument("input", metavar="INPUT", help=".npy file, or raw binary (C order [z, y, x], native byte order)")
+    p.add_argument("output", metavar="OUT.idx", help="the dataset to create")
+    p.add_argument("--shape", metavar="Z,Y,X", help="samples per axis of raw input ([z, y, x] order, 1 to 3 axes)")
+    p.add_argument("--dtype", metavar="DTYPE",
+                   help="sample type of raw input, e.g. float32, or float32[3] for 3 components per sample "
+                        "(for .npy: the field dtype; [N] means the last axis holds the components)")
+    p.add_argument("--field", metavar="NAME", default="data", help="field name (default: data)")
+    p.add_argument("--codec", default="raw", help="raw, zip, lz4 or zfp-<enc>-<dec> (default: raw)")
+    p.add_argument("--layout", default="hzorder", choices=["hzorder", "rowmajor"],
+                   help="sample order inside blocks (default: hzorder)")
+    p.add_argument("--bits-per-block", metavar="N", type=int, help="log2 of samples per block (default: OpenVisus's)")
+    p.add_argument("--blocks-per-file", metavar="N", type=int, help="blocks per data file (default: OpenVisus's)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing dataset at OUT.idx")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="show a progress bar on stderr (default: only when stderr is a terminal)")
+
+
+def _add_verify(sub):
+    p = _add_command(sub, "verify", verify, "decode every block; exit 1 if any is corrupt",
+                     "Decode every present block of every field and timestep (or the given ones) and report\n"
+                     "present, missing and corrupt blocks and missing files. Exit status: 0 no corruption, "
+                     "1 corrupt\nblocks found (missing blocks are not corruption), 2 usage error or unreadable "
+                     "dataset.")
+    p.add_argument("dataset", metavar="DATASET", help="the .idx file")
+    _add_selection(p, all_by_default=True)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _add_dump(sub):
+    p = _add_command(sub, "dump", dump, "print the block header tables, grouped by data file",
+                     "Print the .idx summary and, for each data file, its block header table (entry, field, slot,\n"
+                     "block id, level, payload offset and size, codec, layout, or 'missing'), under the section\n"
+                     "names of docs/format.md.")
+    p.add_argument("dataset", metavar="DATASET", help="the .idx file")
+    _add_selection(p, all_by_default=True)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def main(argv=None):
+    """Run the ``hzio`` command line and return its exit status.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after the program name; ``sys.argv[1:]`` when None.
+
+    Returns
+    -------
+    int
+        0 on success, 1 when ``verify`` finds corruption, 2 on a usage or hzio error, 130 on Ctrl-C.
+
+    Examples
+    --------
+    >>> main(["info", "/nonexistent.idx"])  # doctest: +SKIP
+    hzio: error: ...
+    2
+    """
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        _silence_stdout()  # the reader of our output went away (e.g. `| head`); not an error worth a message
+        return 1
+    except (UsageError, hzio.Error, OSError) as e:
+        return _fail(e)
+    except KeyboardInterrupt:
+        print("hzio: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _fail(error):
+    if isinstance(error, OSError) and not isinstance(error, hzio.Error) and error.strerror:
+        message = f"{error.strerror}: {error.filename}" if error.filename else error.strerror
+    else:
+        message = str(error)
+    print(f"hzio: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _silence_stdout():
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

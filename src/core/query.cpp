@@ -1,0 +1,178 @@
+// Value-range queries: block statistics rule blocks out, candidate blocks (or only their matching
+// parts) are read and scanned (docs/design/read-path.md "Queries").
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <numeric>
+
+#include "core/dataset_impl.hpp"
+#include "hzorder/block_copy.hpp"
+
+namespace hzio {
+namespace {
+
+using hzorder::Run;
+
+template <class T>
+bool in_range(const std::byte* p, double lo, double hi) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  const double d = static_cast<double>(v);
+  return d >= lo && d <= hi;
+}
+
+using Test = bool (*)(const std::byte*, double, double);
+
+Test test_for(Scalar s) {
+  switch (s) {
+    case Scalar::kInt8: return in_range<int8_t>;
+    case Scalar::kUint8: return in_range<uint8_t>;
+    case Scalar::kInt16: return in_range<int16_t>;
+    case Scalar::kUint16: return in_range<uint16_t>;
+    case Scalar::kInt32: return in_range<int32_t>;
+    case Scalar::kUint32: return in_range<uint32_t>;
+    case Scalar::kInt64: return in_range<int64_t>;
+    case Scalar::kUint64: return in_range<uint64_t>;
+    case Scalar::kFloat32: return in_range<float>;
+    case Scalar::kFloat64: return in_range<double>;
+  }
+  return in_range<uint8_t>;
+}
+
+// Per-block scan output, merged in order afterwards.
+struct Hits {
+  std::vector<int64_t> linear;  // index in the box's level grid
+  std::vector<std::byte> values;
+};
+
+}  // namespace
+
+Status Dataset::query(const Box& box, int level, std::string_view field, int64_t time, double lo, double hi, int component,
+                      bool want_mask, QueryResult* result) {
+  auto& d = *impl_;
+  int f = 0;
+  HZIO_RETURN_IF_ERROR(d.check_field_time(field, time, false, f));
+  if (level < 0) level = max_level();
+  HZIO_ASSIGN_OR_RETURN(SampleGrid grid, level_grid(box, level));
+  const core::FieldCoding& fc = d.coding_[f];
+  if (component < 0 || component >= fc.dtype.components) return invalid_argument("component " + std::to_string(component) + " out of range");
+  if (!(lo <= hi)) return invalid_argument("query range [" + std::to_string(lo) + ", " + std::to_string(hi) + "] is empty");
+  HZIO_RETURN_IF_ERROR(d.flush_dirty());
+  *result = QueryResult{};
+  const size_t sb = fc.dtype.bytes(), bytes = d.block_bytes(f);
+  const size_t offset = static_cast<size_t>(component) * fc.dtype.scalar_bytes();
+  const Test test = test_for(fc.dtype.scalar);
+  const std::vector<uint64_t> blocks = d.blocks_for(box, 0, level);
+  std::vector<Hits> hits(blocks.size());
+  std::mutex mutex;
+  Status first_error;
+  std::atomic<int64_t> skipped{0};
+  ReadReport io;
+  const int bpb = d.idx_.bits_per_block;
+  d.pool_.parallel_for(blocks.size(), [&](size_t i) {
+    const uint64_t b = blocks[i];
+    ReadReport mine;
+    Status s;
+    thread_local std::vector<std::byte> scratch, buffer;
+    buffer.assign(bytes, std::byte{0});
+    Layout layout = fc.layout;
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;  // index ranges worth scanning
+    auto st = d.files_->block_stats(f, time, b, &mine);
+    auto where = st.is_ok() ? d.files_->locate(f, time, b, &mine) : Result<std::optional<core::BlockLocation>>(st.status());
+    if (!where.is_ok()) {
+      s = where.status();
+    } else if (!where.value()) {  // missing: every sample holds the default value
+      if (fc.default_value >= lo && fc.default_value <= hi) {
+        hzorder::fill_samples(buffer.data(), size_t{1} << bpb, fc.dtype, fc.default_value);
+        ranges.push_back({0, uint64_t{1} << bpb});
+      }
+    } else if (st.value() && !stats::may_contain(st.value()->block, component, lo, hi)) {
+      skipped += 1;
+    } else {
+      const auto& e = where.value()->entry;
+      const bool raw = (e.flags & 0xF) == 0 && e.size == bytes;
+      const auto& parts = st.value() ? st.value()->parts : std::vector<stats::RangeStats>{};
+      layout = (e.flags & format::kFlagRowMajor) ? Layout::kRowMajor : Layout::kHzOrder;
+      if (raw && !parts.empty()) {  // read only the parts whose statistics meet the range
+        const uint64_t len = (uint64_t{1} << bpb) / parts.size();
+        for (size_t p = 0; p < parts.size() && s.is_ok(); ++p) {
+          if (!stats::may_contain(parts[p], component, lo, hi)) continue;
+          if (!ranges.empty() && ranges.back().second == p * len) ranges.back().second += len;
+          else ranges.push_back({p * len, (p + 1) * len});
+        }
+        for (const auto& [a, z] : ranges) {
+          s = where.value()->file->read_at(e.offset + a * sb, std::span(buffer).subspan(a * sb, (z - a) * sb));
+          mine.bytes_read += static_cast<int64_t>((z - a) * sb);
+          if (!s.is_ok()) break;
+        }
+        mine.min_bytes += 0;
+        if (ranges.empty()) skipped += 1;
+        else mine.blocks_read += 1;
+      } else {
+        auto l = core::load_block(*where.value(), fc, *d.space_, d.idx_.ndim, b, scratch, buffer, &mine);
+        if (l.is_ok()) {
+          layout = l.value();
+          ranges.push_back({0, uint64_t{1} << bpb});
+          mine.blocks_read += 1;
+        } else {
+          s = l.status();
+        }
+      }
+    }
+    if (s.is_ok() && !ranges.empty()) {
+      for (const Run& r : d.space_->block_runs(b, layout)) {
+        if (b == 0 && layout == Layout::kHzOrder && hzorder::HzSpace::level_of(r.first) > level) continue;
+        Point rlo, rhi;
+        if (!hzorder::run_range_in_box(r, box, rlo, rhi)) continue;
+        for (int64_t z = rlo[2]; z < rhi[2]; ++z)
+          for (int64_t y = rlo[1]; y < rhi[1]; ++y)
+            for (int64_t x = rlo[0]; x < rhi[0]; ++x) {
+              const Point p{r.p0[0] + x * r.delta[0], r.p0[1] + y * r.delta[1], r.p0[2] + z * r.delta[2]};
+              bool on_grid = true;
+              for (int a = 0; a < kMaxDims; ++a) on_grid &= (p[a] - grid.origin[a]) % grid.spacing[a] == 0;
+              if (!on_grid) continue;  // row-major block 0 holds finer samples than a coarse query wants
+              const uint64_t idx = r.first + r.luts->axis[2][z] + r.luts->axis[1][y] + r.luts->axis[0][x];
+              bool scanned = false;
+              for (const auto& [a, e] : ranges) scanned |= idx >= a && idx < e;
+              if (!scanned || !test(buffer.data() + idx * sb + offset, lo, hi)) continue;
+              const int64_t lin = (((p[2] - grid.origin[2]) / grid.spacing[2]) * grid.count[1] +
+                                   (p[1] - grid.origin[1]) / grid.spacing[1]) * grid.count[0] +
+                                  (p[0] - grid.origin[0]) / grid.spacing[0];
+              hits[i].linear.push_back(lin);
+              hits[i].values.insert(hits[i].values.end(), buffer.begin() + static_cast<std::ptrdiff_t>(idx * sb),
+                                    buffer.begin() + static_cast<std::ptrdiff_t>((idx + 1) * sb));
+            }
+      }
+    }
+    std::lock_guard lock(mutex);
+    io.files_opened += mine.files_opened;
+    io.bytes_read += mine.bytes_read;
+    io.blocks_read += mine.blocks_read;
+    io.min_bytes += mine.min_bytes;
+    if (!s.is_ok() && first_error.is_ok()) first_error = s;
+  });
+  HZIO_RETURN_IF_ERROR(first_error);
+  result->report = io;
+  result->blocks_skipped = skipped;
+  // Merge in C order of the level grid, the order NumPy's nonzero() gives.
+  std::vector<std::pair<int64_t, const std::byte*>> all;
+  for (const Hits& h : hits)
+    for (size_t k = 0; k < h.linear.size(); ++k) all.push_back({h.linear[k], h.values.data() + k * sb});
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (want_mask) {
+    result->mask.assign(static_cast<size_t>(grid.sample_count()), 0);
+    for (const auto& [lin, v] : all) result->mask[static_cast<size_t>(lin)] = 1;
+    return Status::ok();
+  }
+  result->points.reserve(all.size() * 3);
+  result->values.reserve(all.size() * sb);
+  for (const auto& [lin, v] : all) {
+    const int64_t x = lin % grid.count[0], y = (lin / grid.count[0]) % grid.count[1], z = lin / (grid.count[0] * grid.count[1]);
+    result->points.insert(result->points.end(), {grid.origin[0] + x * grid.spacing[0], grid.origin[1] + y * grid.spacing[1],
+                                                 grid.origin[2] + z * grid.spacing[2]});
+    result->values.insert(result->values.end(), v, v + sb);
+  }
+  return Status::ok();
+}
+
+}  // namespace hzio
