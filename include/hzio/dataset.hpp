@@ -57,6 +57,15 @@ struct BlockInfo {
   std::vector<double> min, max;  // per component
 };
 
+// The answer of a value-range query: matching samples of a box at a level, in C order ([z][y][x]).
+struct QueryResult {
+  std::vector<int64_t> points;     // x-first triples (absolute sample coordinates)
+  std::vector<std::byte> values;   // one sample (all components) per point
+  std::vector<uint8_t> mask;       // with want_mask: 1 per grid sample of the box at the level
+  ReadReport report;
+  int64_t blocks_skipped = 0;      // candidate blocks ruled out by their statistics, unread
+};
+
 class Dataset {
  public:
   // Local. Creates the dataset (.idx written at once, no data). Errors: kInvalidArgument (bad dims,
@@ -97,9 +106,23 @@ class Dataset {
   Status read_box(const Box& box, int level, std::string_view field, int64_t time, void* out, size_t out_bytes,
                   ReadReport* report = nullptr);
 
+  // Local. Finds the samples of levels 0..level inside `box` whose `component` lies in [lo, hi], reading
+  // only blocks whose statistics meet the range (blocks without statistics are read). With want_mask,
+  // fills result->mask over level_grid(box, level) instead of points and values.
+  // Errors: as read_box; kInvalidArgument for a bad component or lo > hi.
+  Status query(const Box& box, int level, std::string_view field, int64_t time, double lo, double hi, int component,
+               bool want_mask, QueryResult* result);
+
   // Local. Where every block of (field, time) is stored, committed state only. Errors: kNotFound,
   // kCorrupt (a header table that points outside its file), kIo.
   Result<std::vector<BlockInfo>> block_infos(std::string_view field, int64_t time);
+  // Local. The first block of every data file (each names one file per timestep), ascending.
+  std::vector<int64_t> file_first_blocks() const;
+  // Local. Computes the statistics of every block of one data file (all fields) and writes its
+  // .hzstats sidecar atomically, replacing any older one; the data file is not modified. A missing data
+  // file is skipped. Returns the number of blocks indexed. Errors: kCorrupt, kIo.
+  Result<int64_t> index_file(int64_t time, int64_t first_block, int sub_block_bits);
+
   // Local. Reads and decodes one block. OK for a missing block. Errors: kCorrupt naming the file and
   // block, kIo.
   Status verify_block(std::string_view field, int64_t time, int64_t block);

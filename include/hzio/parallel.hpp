@@ -26,14 +26,25 @@ struct ParallelOptions {
   int threads = 1;                             // encode threads per rank (ranks usually fill the cores)
 };
 
+// How a collective read moves data: every rank reads its own blocks, or each data file is read by one
+// rank that sends decoded blocks to the ranks that asked for them. kAuto picks two-phase when requests
+// share blocks (the same block wanted by several ranks).
+enum class ReadMethod { kAuto, kIndependent, kTwoPhase };
+
 class ParallelDataset {
  public:
   // Collective over `comm`. Creates the dataset (rank 0 writes the .idx); errors agree on every rank.
   static Result<std::unique_ptr<ParallelDataset>> create(MPI_Comm comm, const std::string& path,
                                                          const CreateOptions& options, const ParallelOptions& parallel = {});
-  // Collective. Opens an existing dataset for writing (and reading).
+  // Collective. Opens an existing dataset for reading, and for writing if `writable`.
   static Result<std::unique_ptr<ParallelDataset>> open(MPI_Comm comm, const std::string& path,
-                                                       const ParallelOptions& parallel = {});
+                                                       const ParallelOptions& parallel = {}, bool writable = true);
+
+  // Collective. Every rank reads its own box at its own level, field and timestep (an empty box asks
+  // for nothing; out_bytes 0), into `out` as Dataset::read_box. `report` says which method was used and
+  // what this rank read from disk. Errors agree on every rank.
+  Status read_box(const Box& box, int level, std::string_view field, int64_t time, void* out, size_t out_bytes,
+                  ReadReport* report = nullptr, ReadMethod method = ReadMethod::kAuto);
   // Local: never communicates. Writes staged since the last flush() are dropped; call close() first.
   ~ParallelDataset();
 

@@ -180,6 +180,11 @@ NB_MODULE(_core, m) {
         out["report"] = rep;
         return out;
       })
+      .def_prop_ro("file_first_blocks", &Dataset::file_first_blocks)
+      .def("index_file", [](Dataset& d, int64_t time, int64_t first, int bits) {
+        nb::gil_scoped_release release;
+        return take(d.index_file(time, first, bits));
+      })
       .def("verify_block", [](Dataset& d, const std::string& field, int64_t time, int64_t block) {
         nb::gil_scoped_release release;
         check(d.verify_block(field, time, block));

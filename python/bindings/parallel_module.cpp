@@ -66,11 +66,33 @@ void bind_parallel(nb::module_& m) {
         return take(ParallelDataset::create(comm, path, o, po));
       })
       .def_static("open", [](int64_t fcomm, const std::string& path, std::string placement, int aggregator_count,
-                             int64_t aggregator_bytes, bool durable, int threads) {
+                             int64_t aggregator_bytes, bool durable, int threads, bool writable) {
         MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(fcomm));
         ParallelOptions po = options(placement, aggregator_count, aggregator_bytes, durable, threads);
         nb::gil_scoped_release release;
-        return take(ParallelDataset::open(comm, path, po));
+        return take(ParallelDataset::open(comm, path, po, writable));
+      })
+      .def("read_box", [](ParallelDataset& d, Triple lo, Triple hi, int level, const std::string& field, int64_t time,
+                          nb::ndarray<nb::c_contig, nb::device::cpu> out, const std::string& method) {
+        ReadMethod m = ReadMethod::kAuto;
+        if (method == "independent") m = ReadMethod::kIndependent;
+        else if (method == "two-phase") m = ReadMethod::kTwoPhase;
+        else if (method != "auto") throw HzioError{invalid_argument("read method '" + method + "' is not auto, independent or two-phase")};
+        ReadReport r;
+        void* ptr = out.data();
+        const size_t n = out.nbytes();
+        {
+          nb::gil_scoped_release release;
+          check(d.read_box(box(lo, hi), level, field, time, ptr, n, &r, m));
+        }
+        nb::dict rep;
+        rep["files_opened"] = r.files_opened;
+        rep["blocks_read"] = r.blocks_read;
+        rep["blocks_missing"] = r.blocks_missing;
+        rep["bytes_read"] = r.bytes_read;
+        rep["min_bytes"] = r.min_bytes;
+        rep["method"] = r.method;
+        return rep;
       })
       .def_prop_ro("dataset", &ParallelDataset::dataset, nb::rv_policy::reference_internal)
       .def("write_box", [](ParallelDataset& d, Triple lo, Triple hi, const std::string& field, int64_t time,

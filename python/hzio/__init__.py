@@ -13,13 +13,14 @@ Examples
 
 from . import _core
 from .dataset import Dataset
+from .indexing_stats import index
 from ._types import parse_dtype
 from .errors import (CorruptError, Error, FormatError, InternalError, InvalidArgumentError, IoError, NotFoundError,
                      UnsupportedError)
 
 __version__ = "0.1.0"
 
-__all__ = ["create", "open", "Dataset", "Error", "FormatError", "CorruptError", "NotFoundError",
+__all__ = ["create", "open", "index", "parse_dtype", "Dataset", "Error", "FormatError", "CorruptError", "NotFoundError",
            "InvalidArgumentError", "IoError", "UnsupportedError", "InternalError"]
 
 
@@ -94,13 +95,14 @@ def open(path, mode="r", durable=True, threads=0, comm=None, placement="localize
          aggregator_bytes=256 << 20):
     """Open an existing dataset (a context manager). ``mode`` is ``"r"`` or ``"r+"``.
 
-    Local without ``comm``; with ``comm`` and ``mode="r+"`` Collective, for parallel writes.
+    Local without ``comm``. With ``comm`` Collective: reads are collective (each rank its own box,
+    independent or two-phase), and with ``mode="r+"`` writes are too.
     """
     import os
     if mode not in ("r", "r+"):
         raise InvalidArgumentError(f"mode must be 'r' or 'r+', got {mode!r}")
-    if comm is not None and mode == "r+":
+    if comm is not None:
         from .parallel import open_parallel
-        return open_parallel(comm, os.fspath(path), bool(durable), int(threads), placement, int(aggregator_count),
-                             int(aggregator_bytes))
+        return open_parallel(comm, os.fspath(path), mode == "r+", bool(durable), int(threads), placement,
+                             int(aggregator_count), int(aggregator_bytes))
     return Dataset(_core.Dataset.open(os.fspath(path), mode == "r+", bool(durable), int(threads)))

@@ -19,8 +19,11 @@ Run with ``mpiexec -n 4 python script.py``::
 
 import json
 
+import numpy as np
+
 from . import _core
-from .dataset import Dataset
+from ._types import to_xfirst, to_zyx
+from .dataset import Dataset, _level
 from .errors import UnsupportedError
 
 
@@ -46,6 +49,29 @@ class ParallelDataset(Dataset):
         super().__init__(pcore.dataset)
         self._pcore = pcore
         self.comm = comm
+
+    def read(self, box=None, level=None, field=None, time=None, out=None, method="auto"):
+        """Collective: every rank reads its own box (``box=()`` asks for nothing and returns an empty array).
+
+        ``method`` is ``"auto"``, ``"independent"`` (each rank reads its blocks) or ``"two-phase"`` (each
+        data file is read once by one rank, which sends decoded blocks to the ranks that asked);
+        ``last_report["method"]`` says which ran. Slicing (``ds[...]``, ``ds.level(h)[...]``) is
+        Collective too, since it calls this method.
+        """
+        field, time = self._field(field), self._time(time)
+        if box is not None and len(box) == 0:
+            _, scalar, comps = self._fields[field]
+            arr = np.empty((0,) * self._ndim + ((comps,) if comps > 1 else ()), dtype=scalar)
+            lo3 = hi3 = (0, 0, 0)
+            level = -1 if level is None else int(level)
+        else:
+            lo, hi = self._box(box)
+            level = -1 if level is None else _level(level, self.max_level)
+            lo3, hi3 = to_xfirst(lo, self._ndim, 0), to_xfirst(hi, self._ndim, 1)
+            _, _, count = self._core.level_grid(lo3, hi3, level)
+            arr = self._alloc(field, to_zyx(count, self._ndim), out)
+        self.last_report = self._pcore.read_box(lo3, hi3, level, field, time, arr, method)
+        return arr
 
     def write(self, array, offset=None, field=None, time=None):
         """Stage this rank's box (Local). The array is copied before returning; boxes of different ranks
@@ -85,9 +111,9 @@ def create_parallel(comm, path, shape, fields, bitmask, bits_per_block, blocks_p
     return ParallelDataset(pcore, comm)
 
 
-def open_parallel(comm, path, durable, threads, placement, aggregator_count, aggregator_bytes):
-    """Collective form of :func:`hzio.open` with ``mode="r+"``."""
+def open_parallel(comm, path, writable, durable, threads, placement, aggregator_count, aggregator_bytes):
+    """Collective form of :func:`hzio.open` (reads are Collective; writes too with ``mode="r+"``)."""
     _require_mpi()
     pcore = _core.ParallelDataset.open(_fortran_handle(comm), path, placement, aggregator_count, aggregator_bytes,
-                                       durable, threads)
+                                       durable, threads, writable)
     return ParallelDataset(pcore, comm)

@@ -3,6 +3,8 @@
 #include "format/block_header.hpp"
 #include "format/file_name.hpp"
 #include "io/posix_file.hpp"
+#include "stats/block_stats.hpp"
+#include "stats/stats_file.hpp"
 
 namespace hzio {
 
@@ -53,6 +55,54 @@ Result<std::vector<BlockInfo>> Dataset::block_infos(std::string_view field, int6
     if (idx.interleave > 1) break;  // interleaved files are not contiguous ranges; listed by first block only
   }
   return out;
+}
+
+std::vector<int64_t> Dataset::file_first_blocks() const {
+  std::vector<int64_t> out;
+  const auto& idx = impl_->idx_;
+  for (int64_t b = 0; b < idx.total_blocks(); ++b) {
+    if (format::first_block_of_file(idx, b) == b) out.push_back(b);
+  }
+  return out;
+}
+
+Result<int64_t> Dataset::index_file(int64_t time, int64_t first_block, int sub_block_bits) {
+  auto& d = *impl_;
+  int unused = 0;
+  HZIO_RETURN_IF_ERROR(d.check_field_time("", time, false, unused));
+  if (sub_block_bits < 0 || sub_block_bits > std::min(d.idx_.bits_per_block, 16)) {
+    return invalid_argument("sub_block_bits " + std::to_string(sub_block_bits) + " out of range");
+  }
+  d.files_->forget_stored();  // index what is on disk now
+  HZIO_ASSIGN_OR_RETURN(auto identity, d.files_->file_identity(time, static_cast<uint64_t>(first_block)));
+  if (!identity) return int64_t{0};
+  stats::StatsTable t;
+  t.sub_block_bits = sub_block_bits;
+  t.blocks_per_file = d.idx_.blocks_per_file;
+  for (const auto& f : d.idx_.fields) t.components.push_back(f.dtype.components);
+  t.entries.resize(t.components.size() * static_cast<size_t>(t.blocks_per_file));
+  int64_t indexed = 0;
+  std::vector<std::byte> scratch, buffer;
+  for (size_t f = 0; f < t.components.size(); ++f) {
+    for (int64_t b = first_block; b < d.idx_.total_blocks() && format::first_block_of_file(d.idx_, b) == first_block; ++b) {
+      HZIO_ASSIGN_OR_RETURN(auto where, d.files_->locate(static_cast<int>(f), time, static_cast<uint64_t>(b), nullptr));
+      if (!where) continue;
+      buffer.resize(d.block_bytes(static_cast<int>(f)));
+      HZIO_ASSIGN_OR_RETURN(Layout layout, core::load_block(*where, d.coding_[f], *d.space_, d.idx_.ndim,
+                                                            static_cast<uint64_t>(b), scratch, buffer, nullptr));
+      const size_t entry = f * static_cast<size_t>(t.blocks_per_file) + static_cast<size_t>(format::slot_in_file(d.idx_, b));
+      t.entries[entry] = stats::compute_block_stats(*d.space_, static_cast<uint64_t>(b), layout, buffer, d.coding_[f].dtype,
+                                                    d.idx_.box, sub_block_bits);
+      ++indexed;
+    }
+  }
+  HZIO_ASSIGN_OR_RETURN(std::string path, d.files_->file_path(time, static_cast<uint64_t>(first_block)));
+  const auto bytes = stats::encode_stats_file(t, identity->first, identity->second);
+  HZIO_RETURN_IF_ERROR(io::replace_file_atomically(path + stats::kStatsSuffix,
+                                                   std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+                                                   d.options_.durable));
+  d.files_->forget_stored();
+  return indexed;
 }
 
 Status Dataset::verify_block(std::string_view field, int64_t time, int64_t block) {

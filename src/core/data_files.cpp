@@ -116,6 +116,14 @@ Result<std::optional<stats::BlockStats>> DataFiles::block_stats(int field, int64
   return std::optional<stats::BlockStats>(s->stats->entries[index]);
 }
 
+Result<std::optional<std::pair<uint64_t, uint32_t>>> DataFiles::file_identity(int64_t time, uint64_t block) {
+  std::lock_guard lock(mutex_);
+  const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
+  HZIO_ASSIGN_OR_RETURN(Stored * s, stored(key, nullptr));
+  if (!s->exists) return std::optional<std::pair<uint64_t, uint32_t>>();
+  return std::optional<std::pair<uint64_t, uint32_t>>(std::make_pair(s->size, s->header_crc));
+}
+
 Result<DataFiles::Pending*> DataFiles::pending(const Key& key) {
   auto& slot = pending_[key];
   if (slot) return slot.get();

@@ -60,6 +60,9 @@ class DataFiles {
   // Local. Forgets cached header tables (after the files changed on disk).
   void forget_stored();
 
+  // Local, thread-safe. Size and header-table CRC of the committed file holding `block` (nullopt if absent).
+  Result<std::optional<std::pair<uint64_t, uint32_t>>> file_identity(int64_t time, uint64_t block);
+
   // Local. The path of the file holding `block` at `time`.
   Result<std::string> file_path(int64_t time, uint64_t block) const;
 

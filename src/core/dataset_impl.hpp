@@ -14,6 +14,7 @@
 #include "format/idx_file.hpp"
 #include "hzio/dataset.hpp"
 #include "hzio/write_report.hpp"
+#include "hzorder/block_copy.hpp"
 #include "hzorder/hz_space.hpp"
 #include "util/thread_pool.hpp"
 
@@ -38,6 +39,9 @@ class Dataset::Impl {
   // Samples of other levels are left as they are. `keep` (optional) caches decoded block 0.
   Status read_box(const Box& box, int level, int min_level, int field, int64_t time, std::byte* out,
                   ReadReport* report, DecodedBlocks* keep);
+  // Copies the samples of levels [min_level, level] of a decoded block into `view` (the read grid of box).
+  void place_block(uint64_t block, Layout layout, const std::byte* data, const Box& box, int level, int min_level,
+                   const hzorder::ArrayView& view) const;
   Status flush_dirty();
   Status commit();
 

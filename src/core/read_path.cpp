@@ -44,6 +44,13 @@ std::vector<Run> runs_to_place(const hzorder::HzSpace& space, uint64_t block, La
 
 }  // namespace
 
+void Dataset::Impl::place_block(uint64_t block, Layout layout, const std::byte* data, const Box& box, int level,
+                                int min_level, const hzorder::ArrayView& view) const {
+  for (const Run& r : runs_to_place(*space_, block, layout, min_level, level)) {
+    hzorder::copy_run(r, box, const_cast<std::byte*>(data), view, hzorder::Direction::kBlockToArray);
+  }
+}
+
 Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int field, int64_t time, std::byte* out,
                                ReadReport* report, DecodedBlocks* keep) {
   HZIO_RETURN_IF_ERROR(flush_dirty());
@@ -86,11 +93,7 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
       }
       if (s.is_ok() && (!where.is_ok() || !where.value())) data = nullptr;
     }
-    if (s.is_ok() && data) {
-      for (const Run& r : runs_to_place(*space_, b, layout, min_level, level)) {
-        hzorder::copy_run(r, box, const_cast<std::byte*>(data->data()), view, hzorder::Direction::kBlockToArray);
-      }
-    }
+    if (s.is_ok() && data) place_block(b, layout, data->data(), box, level, min_level, view);
     std::lock_guard lock(mutex);
     io.files_opened += mine.files_opened;
     io.bytes_read += mine.bytes_read;

@@ -86,14 +86,23 @@ Result<std::unique_ptr<ParallelDataset>> ParallelDataset::create(MPI_Comm comm, 
 }
 
 Result<std::unique_ptr<ParallelDataset>> ParallelDataset::open(MPI_Comm comm, const std::string& path,
-                                                               const ParallelOptions& parallel) {
+                                                               const ParallelOptions& parallel, bool writable) {
   HZIO_ASSIGN_OR_RETURN(auto impl, make_impl(comm, parallel));
-  auto ds = Dataset::open(path, {.writable = true, .durable = parallel.durable, .threads = parallel.threads});
+  auto ds = Dataset::open(path, {.writable = writable, .durable = parallel.durable, .threads = parallel.threads});
   Status s = ds.status();
   if (ds.is_ok() && ds.value()->impl().idx_.interleave > 1) s = unsupported("parallel writes of interleaved datasets");
   HZIO_RETURN_IF_ERROR(agree(impl->comm, s));
   impl->dataset = std::move(ds).value();
   return std::unique_ptr<ParallelDataset>(new ParallelDataset(std::move(impl)));
+}
+
+Status parallel_read(Dataset& dataset, MPI_Comm comm, size_t budget, const Box& box, int level, std::string_view field,
+                     int64_t time, void* out, size_t out_bytes, ReadReport* report, ReadMethod method);
+
+Status ParallelDataset::read_box(const Box& box, int level, std::string_view field, int64_t time, void* out,
+                                 size_t out_bytes, ReadReport* report, ReadMethod method) {
+  return parallel_read(*impl_->dataset, impl_->comm, impl_->options.aggregator_bytes, box, level, field, time, out,
+                       out_bytes, report, method);
 }
 
 Dataset& ParallelDataset::dataset() { return *impl_->dataset; }

@@ -146,6 +146,52 @@ TEST(ParallelWrite, ByteIdenticalToOneProcessForRandomDecompositions) {
   for (size_t i = 0; i < std::size(cases); ++i) run_case(cases[i], static_cast<int>(i));
 }
 
+TEST(ParallelRead, IndependentAndTwoPhaseReadsEqualOneProcessReads) {
+  const std::string path = g_dir + "/read.idx";
+  const Point dims{40, 24, 18};
+  CreateOptions o;
+  o.dims = {dims[0], dims[1], dims[2]};
+  o.fields = {{"a", {Scalar::kFloat32, 1}, "zip", Layout::kHzOrder, 0}};
+  o.bits_per_block = 7;
+  o.blocks_per_file = 4;
+  o.overwrite = true;
+  auto all = values<float>(dims, 1, 3);
+  if (g_rank == 0) {
+    auto ds = Dataset::create(path, o).value();
+    ASSERT_TRUE(ds->write_box({{0, 0, 0}, dims}, "a", 0, all.data(), all.size() * 4).is_ok());
+    ASSERT_TRUE(ds->close().is_ok());
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  auto par = ParallelDataset::open(MPI_COMM_WORLD, path, {}, false).value();
+  auto serial = Dataset::open(path).value();
+  std::mt19937 rng(77 + g_rank);  // every rank asks for its own boxes
+  for (int trial = 0; trial < 6; ++trial) {
+    for (ReadMethod method : {ReadMethod::kIndependent, ReadMethod::kTwoPhase, ReadMethod::kAuto}) {
+      Box box;
+      for (int a = 0; a < 3; ++a) {
+        box.lo[a] = static_cast<int64_t>(rng() % static_cast<uint64_t>(dims[a]));
+        box.hi[a] = box.lo[a] + 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(dims[a] - box.lo[a]));
+      }
+      if (trial == 5 && g_rank == 1) box = Box{{0, 0, 0}, {0, 0, 0}};  // a rank that asks for nothing
+      const int level = static_cast<int>(rng() % static_cast<uint64_t>(serial->max_level() + 1));
+      std::vector<float> got, want;
+      if (!box.empty()) {
+        const SampleGrid g = serial->level_grid(box, level).value();
+        got.assign(static_cast<size_t>(g.sample_count()), -1);
+        want.assign(got.size(), -2);
+        ASSERT_TRUE(serial->read_box(box, level, "a", 0, want.data(), want.size() * 4).is_ok());
+      }
+      ReadReport r;
+      Status s = par->read_box(box, level, "a", 0, got.data(), got.size() * 4, &r, method);
+      ASSERT_TRUE(s.is_ok()) << s.to_string();
+      EXPECT_EQ(got, want) << "rank " << g_rank << " method " << r.method << " trial " << trial;
+      if (method == ReadMethod::kTwoPhase) EXPECT_EQ(r.method, "two-phase");
+      if (method == ReadMethod::kIndependent) EXPECT_EQ(r.method, "independent");
+    }
+  }
+  ASSERT_TRUE(par->close().is_ok());
+}
+
 }  // namespace
 }  // namespace hzio
 
