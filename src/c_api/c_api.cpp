@@ -5,6 +5,7 @@
 #include <new>
 #include <string>
 
+#include "c_api/c_api_internal.hpp"
 #include "hzio/dataset.hpp"
 
 struct hzio_dataset {
@@ -12,21 +13,19 @@ struct hzio_dataset {
 };
 
 namespace {
-
 thread_local std::string g_last_error;
+}  // namespace
 
-hzio_status fail(const hzio::Status& s) {
+namespace hzio::c_api {
+
+hzio_status fail(const Status& s) {
   g_last_error = s.message();
   return static_cast<hzio_status>(s.code());
 }
 
-hzio_status done(const hzio::Status& s) { return s.is_ok() ? (g_last_error.clear(), HZIO_OK) : fail(s); }
+hzio_status done(const Status& s) { return s.is_ok() ? (g_last_error.clear(), HZIO_OK) : fail(s); }
 
-hzio::Box box_of(const int64_t lo[3], const int64_t hi[3]) { return {{lo[0], lo[1], lo[2]}, {hi[0], hi[1], hi[2]}}; }
-
-hzio_status null_arg(const char* what) { return fail(hzio::invalid_argument(std::string(what) + " is NULL")); }
-
-hzio::Result<hzio::CreateOptions> convert(const hzio_create_options* o) {
+Result<CreateOptions> convert_create(const hzio_create_options* o) {
   hzio::CreateOptions c;
   if (o->ndim < 1 || o->ndim > 3) return hzio::invalid_argument("ndim must be 1..3");
   c.dims.assign(o->dims, o->dims + o->ndim);
@@ -48,6 +47,17 @@ hzio::Result<hzio::CreateOptions> convert(const hzio_create_options* o) {
   return c;
 }
 
+}  // namespace hzio::c_api
+
+namespace {
+
+using hzio::c_api::done;
+using hzio::c_api::fail;
+
+hzio::Box box_of(const int64_t lo[3], const int64_t hi[3]) { return {{lo[0], lo[1], lo[2]}, {hi[0], hi[1], hi[2]}}; }
+
+hzio_status null_arg(const char* what) { return fail(hzio::invalid_argument(std::string(what) + " is NULL")); }
+
 }  // namespace
 
 extern "C" {
@@ -56,7 +66,7 @@ const char* hzio_last_error(void) { return g_last_error.c_str(); }
 
 hzio_status hzio_dataset_create(const char* path, const hzio_create_options* options, hzio_dataset** out) {
   if (!path || !options || !out) return null_arg("path, options or out");
-  auto c = convert(options);
+  auto c = hzio::c_api::convert_create(options);
   if (!c.is_ok()) return fail(c.status());
   auto ds = hzio::Dataset::create(path, c.value());
   if (!ds.is_ok()) return fail(ds.status());

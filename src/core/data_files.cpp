@@ -52,6 +52,10 @@ Result<DataFiles::Stored*> DataFiles::stored(const Key& key, ReadReport* report)
   if (slot) return slot.get();
   auto s = std::make_unique<Stored>();
   HZIO_ASSIGN_OR_RETURN(std::string path, format::data_file_path(*idx_, idx_dir_, static_cast<int64_t>(key.second), key.first));
+  if (!idx_->time.contains(key.first)) {  // not committed: files on disk are leftovers of a dead run
+    slot = std::move(s);
+    return slot.get();
+  }
   auto opened = io::File::open(path, io::File::Mode::kRead);
   if (!opened.is_ok() && opened.status().code() != ErrorCode::kNotFound) return opened.status();
   if (opened.is_ok()) {
@@ -290,6 +294,24 @@ void DataFiles::abort() {
     if (!p->stats_ready_path.empty()) (void)io::remove_path(p->stats_ready_path);
   }
   pending_.clear();
+}
+
+std::vector<int64_t> DataFiles::pending_files(int64_t time) const {
+  std::vector<int64_t> out;
+  for (const auto& [key, p] : pending_)
+    if (key.first == time) out.push_back(static_cast<int64_t>(key.second));
+  return out;
+}
+
+Status DataFiles::remove_stale(int64_t time, const std::vector<int64_t>& written) {
+  for (int64_t first = 0; first < idx_->total_blocks(); ++first) {
+    if (format::first_block_of_file(*idx_, first) != first) continue;
+    if (std::find(written.begin(), written.end(), first) != written.end()) continue;
+    HZIO_ASSIGN_OR_RETURN(std::string path, format::data_file_path(*idx_, idx_dir_, first, time));
+    if (io::file_exists(path)) HZIO_RETURN_IF_ERROR(io::remove_path(path));
+    if (io::file_exists(path + stats::kStatsSuffix)) HZIO_RETURN_IF_ERROR(io::remove_path(path + stats::kStatsSuffix));
+  }
+  return Status::ok();
 }
 
 void DataFiles::forget_stored() {

@@ -57,6 +57,12 @@ class DataFiles {
   // Local. Drops uncommitted logs.
   void abort();
   bool has_pending() const { return !pending_.empty(); }
+  size_t pending_count() const { return pending_.size(); }
+  // Local. The first blocks of the files of `time` written since the last commit.
+  std::vector<int64_t> pending_files(int64_t time) const;
+  // Local. Removes the data files (and sidecars) of a timestep not yet in the .idx that this commit does
+  // not write: leftovers of a run that died before its commit, which must not become visible with it.
+  Status remove_stale(int64_t time, const std::vector<int64_t>& written_first_blocks);
   // Local. Forgets cached header tables (after the files changed on disk).
   void forget_stored();
 

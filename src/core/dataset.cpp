@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <map>
 
 #include "core/dataset_impl.hpp"
 #include "hzorder/block_copy.hpp"
@@ -66,9 +67,13 @@ Status Dataset::Impl::commit() {
   const bool new_time = !new_times_.empty();
   if (!files_->has_pending() && !new_time) return Status::ok();
   auto t0 = std::chrono::steady_clock::now();
+  const int64_t files = static_cast<int64_t>(files_->pending_count());
+  std::map<int64_t, std::vector<int64_t>> written;
+  for (int64_t t : new_times_) written[t] = files_->pending_files(t);
   HZIO_RETURN_IF_ERROR(files_->prepare());
   auto t1 = std::chrono::steady_clock::now();
   HZIO_RETURN_IF_ERROR(files_->publish());
+  for (const auto& [t, firsts] : written) HZIO_RETURN_IF_ERROR(files_->remove_stale(t, firsts));
   if (new_time) {
     std::vector<int64_t> all = idx_.time.list();
     all.insert(all.end(), new_times_.begin(), new_times_.end());
@@ -81,6 +86,7 @@ Status Dataset::Impl::commit() {
   // The report covers every write since the previous commit.
   auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
   WriteReport r;
+  r.files = files;
   r.bytes = pending_bytes_;
   r.max = pending_times_;
   r.max.write += seconds(t0, t1);

@@ -38,7 +38,7 @@ class ParallelDataset::Impl {
   Dataset::Impl& ds() { return dataset->impl(); }
   Result<WriteReport> flush();
   Status exchange_round(const parallel::WritePlan& plan, const std::vector<int>& round, parallel::FlushTimes& t);
-  Status commit(const std::vector<int64_t>& times, parallel::FlushTimes& t);
+  Status commit(const std::vector<int64_t>& times, const parallel::WritePlan& plan, parallel::FlushTimes& t);
   WriteReport reduce(const parallel::WritePlan& plan, const parallel::FlushTimes& t, int64_t bytes);
 };
 
@@ -180,7 +180,8 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
   return agree(comm, s);
 }
 
-Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times, parallel::FlushTimes& t) {
+Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times, const parallel::WritePlan& plan,
+                                     parallel::FlushTimes& t) {
   auto& d = ds();
   double t0 = now();
   Status s = agree(comm, d.files_->prepare());  // every file complete and durable under a temporary name
@@ -200,6 +201,15 @@ Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times, parallel
     }
   }
   if (grew) {
+    Status stale;
+    for (int64_t tm : times) {
+      if (rank != 0 || d.idx_.time.contains(tm)) continue;
+      std::vector<int64_t> written;
+      for (const auto& c : plan.chunks)
+        if (c.time == tm) written.push_back(c.first_block);
+      if (stale.is_ok()) stale = d.files_->remove_stale(tm, written);
+    }
+    HZIO_RETURN_IF_ERROR(agree(comm, stale));
     format::IdxFile next = d.idx_;
     next.time.set(all);
     Status w = rank == 0 ? io::replace_file_atomically(d.path_, next.to_text(), options.durable) : Status::ok();
@@ -239,6 +249,8 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
       times.push_back(all[at + 1]);
     }
   }
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
   std::vector<int64_t> block_bytes;
   for (size_t f = 0; f < d.coding_.size(); ++f) block_bytes.push_back(static_cast<int64_t>(d.block_bytes(static_cast<int>(f))));
   const parallel::WritePlan plan = parallel::make_write_plan(d.idx_, *d.space_, boxes, size, options, block_bytes);
@@ -252,7 +264,7 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
     }
   }
   staged.clear();
-  HZIO_RETURN_IF_ERROR(commit(times, t));
+  HZIO_RETURN_IF_ERROR(commit(times, plan, t));
   t.phases.total = now() - start;
   int64_t total_bytes = 0;
   MPI_Allreduce(&bytes, &total_bytes, 1, MPI_INT64_T, MPI_SUM, comm);
