@@ -46,8 +46,9 @@ void bind_parallel(nb::module_& m) {
                                std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> fields,
                                std::string bitmask, int bits_per_block, int64_t blocks_per_file, std::vector<int64_t> times,
                                bool overwrite, std::string placement, int aggregator_count, int64_t aggregator_bytes,
-                               bool durable, int threads) {
+                               bool durable, int threads, int stats_bits) {
         CreateOptions o;
+        o.stats_sub_block_bits = stats_bits;
         o.dims = std::move(dims);
         for (auto& [name, dtype, codec, layout, dflt] : fields) {
           auto dt = DType::parse(dtype);

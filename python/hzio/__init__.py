@@ -39,7 +39,7 @@ def _fields_list(fields, codec, layout):
 
 def create(path, shape, fields, bitmask=None, bits_per_block=None, blocks_per_file=None, codec="raw",
            layout="hzorder", times=None, overwrite=False, durable=True, threads=0, comm=None,
-           placement="localized", aggregator_count=0, aggregator_bytes=256 << 20):
+           placement="localized", aggregator_count=0, aggregator_bytes=256 << 20, stats_sub_block_bits=0):
     """Create an IDX dataset and return it open for writing (a context manager).
 
     Local without ``comm``; Collective over ``comm`` (an mpi4py communicator), returning a
@@ -76,6 +76,9 @@ def create(path, shape, fields, bitmask=None, bits_per_block=None, blocks_per_fi
         Cap on distinct aggregator ranks (0 = no cap).
     aggregator_bytes : int
         Memory an aggregator may take per round; larger files are written in several rounds.
+    stats_sub_block_bits : int
+        Besides per-block statistics, keep them for ``2**N`` equal parts of each block, so that
+        queries read only the matching parts of raw blocks (0 = per block only).
     """
     import os
     shape = tuple(int(v) for v in shape)
@@ -86,8 +89,9 @@ def create(path, shape, fields, bitmask=None, bits_per_block=None, blocks_per_fi
     if comm is not None:
         from .parallel import create_parallel
         return create_parallel(comm, *args, bool(durable), int(threads), placement, int(aggregator_count),
-                               int(aggregator_bytes))
-    core = _core.Dataset.create(args[0], list(reversed(shape)), *args[2:], bool(durable), int(threads))
+                               int(aggregator_bytes), int(stats_sub_block_bits))
+    core = _core.Dataset.create(args[0], list(reversed(shape)), *args[2:], bool(durable), int(threads),
+                                int(stats_sub_block_bits))
     return Dataset(core)
 
 

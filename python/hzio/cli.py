@@ -1,7 +1,9 @@
-"""The ``hzio`` command line: ``info``, ``read``, ``convert``, ``verify`` and ``dump`` over the public API.
+"""The ``hzio`` command line: ``info``, ``read``, ``convert``, ``verify``, ``dump``, ``query``, ``index`` and
+``bench write`` over the public API.
 
 Run ``hzio -h`` or ``hzio COMMAND -h``. Errors print ``hzio: error: <message>`` on stderr and exit with
-status 2 (``verify`` exits 1 when it finds a corrupt block); there is never a traceback for hzio errors.
+status 2 (``verify`` exits 1 when it finds a corrupt block, ``bench write`` when a read-back differs); there is
+never a traceback for hzio errors.
 """
 
 import argparse
@@ -10,9 +12,12 @@ import sys
 
 import hzio
 
+from ._bench_write import bench_write
 from ._cli_convert import convert
 from ._cli_dump import dump
+from ._cli_index import index
 from ._cli_inspect import info, read
+from ._cli_query import query
 from ._cli_util import UsageError
 from ._cli_verify import verify
 
@@ -26,6 +31,9 @@ examples:
   hzio convert volume.raw out.idx --shape 256,256,256 --dtype float32 --codec zip
   hzio verify data.idx && echo intact
   hzio dump data.idx --field temperature --time 0
+  hzio query data.idx --field temperature --range 1500 2000 --out front.npz
+  mpiexec -n 4 hzio index openvisus_run.idx
+  mpiexec -n 4 hzio bench write --global 512,512,512 --placement both --json write.json
 """
 
 
@@ -47,6 +55,9 @@ def build_parser():
     _add_convert(sub)
     _add_verify(sub)
     _add_dump(sub)
+    _add_query(sub)
+    _add_index(sub)
+    _add_bench(sub)
     return parser
 
 
@@ -125,6 +136,70 @@ def _add_dump(sub):
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+def _add_query(sub):
+    p = _add_command(sub, "query", query, "find the samples whose value lies in a range, using block statistics",
+                     "Find the samples of levels 0..H inside a box whose value lies in [LO, HI] (ds.query). Blocks\n"
+                     "whose statistics exclude the range are not read. Prints the number of matches, their bounding\n"
+                     "box, their value range, and the blocks and bytes read against a full read of the same box and\n"
+                     "level (measured by reading it on a fresh open, so that costs one full read more).")
+    p.add_argument("dataset", metavar="DATASET", help="the .idx file")
+    _add_selection(p, all_by_default=False)
+    p.add_argument("--range", metavar=("LO", "HI"), nargs=2, type=float, required=True,
+                   help="inclusive value range")
+    p.add_argument("--level", metavar="H", type=int, help="resolution level (default: max_level, full resolution)")
+    p.add_argument("--box", metavar="z0:z1,y0:y1,x0:x1",
+                   help="box in [z, y, x] order with exclusive ends; ':' (or an empty bound) means the whole axis")
+    p.add_argument("--component", metavar="C", type=int, help="the component to test (required for vector fields)")
+    p.add_argument("--out", metavar="OUT.npz", help="save the matches' coords ([z, y, x]) and values to a .npz file")
+    p.add_argument("--limit", metavar="N", type=int, help="print the first N matches (C order)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _add_index(sub):
+    p = _add_command(sub, "index", index, "compute the block statistics of a dataset written elsewhere",
+                     "Compute the statistics (count, min, max) of every block of every field and timestep and store\n"
+                     "them in .hzstats sidecars next to the data files (hzio.index); the .idx and the data files are\n"
+                     "not modified. Under mpiexec the data files are shared over the ranks and rank 0 prints.")
+    p.add_argument("dataset", metavar="DATASET", help="the .idx file")
+    p.add_argument("--sub-block-bits", metavar="N", type=int, default=0,
+                   help="also keep statistics of 2^N equal parts of each block (default: 0, whole blocks only)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _add_bench(sub):
+    p = sub.add_parser("bench", help="benchmarks (run with mpiexec -n N)", description="Benchmarks of hzio against "
+                       "baselines measured in the same run; medians and ratios, never pass/fail on speed.")
+    bench = p.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
+    w = _add_command(bench, "write", bench_write, "collective writes: hzio vs file per process vs one MPI-IO file",
+                     "Under mpiexec -n N, each rank writes one box of a global array (fields x timesteps) with hzio\n"
+                     "(collective create, write, close) and, with the same bytes and fsync policy, to a file of its\n"
+                     "own (os.write per MiB) and to one shared file (MPI-IO Write_at_all). Prints the median time\n"
+                     "(slowest rank, between barriers) and MiB/s of each case, hzio's ratios to the baselines, and\n"
+                     "hzio's write report (phases, levels). Every rank then reads its box back and compares.")
+    w.add_argument("--global", dest="global_shape", metavar="Z,Y,X", default="512,512,512",
+                   help="global array shape in [z, y, x] order (default: 512,512,512)")
+    w.add_argument("--decomp", metavar="PZ,PY,PX",
+                   help="ranks per axis, product = rank count (default: a near-cubic factoring); uneven splits allowed")
+    w.add_argument("--fields", metavar="N", type=int, default=1, help="fields (default: 1)")
+    w.add_argument("--dtype", default="float32", help="field dtype, e.g. float32 or float32[3] (default: float32)")
+    w.add_argument("--timesteps", metavar="T", type=int, default=1, help="timesteps (default: 1)")
+    w.add_argument("--codec", default="raw", help="hzio codec (default: raw; baselines always write raw bytes)")
+    w.add_argument("--layout", default="hzorder", choices=["hzorder", "rowmajor"], help="default: hzorder")
+    w.add_argument("--bits-per-block", metavar="N", type=int, help="log2 of samples per block (default: OpenVisus's)")
+    w.add_argument("--blocks-per-file", metavar="N", type=int, help="blocks per data file (default: OpenVisus's)")
+    w.add_argument("--placement", default="localized", choices=["localized", "uniform", "both"],
+                   help="aggregator placement; both runs the two in the same run (default: localized)")
+    w.add_argument("--aggregator-count", metavar="N", type=int, default=0, help="cap on aggregators (default: 0, none)")
+    w.add_argument("--aggregator-bytes", metavar="BYTES", type=int, default=256 << 20,
+                   help="memory an aggregator may take per round (default: 268435456)")
+    w.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=True,
+                   help="make every case durable: hzio durable=True, fsync, MPI File.Sync (default: on)")
+    w.add_argument("--reps", metavar="R", type=int, default=3, help="repetitions per case (default: 3)")
+    w.add_argument("--dir", default="hzio_bench_tmp",
+                   help="scratch folder; the run works in DIR/write_<pid> and removes it (default: ./hzio_bench_tmp)")
+    w.add_argument("--json", metavar="PATH", help="also write the full results as JSON (rank 0)")
+
+
 def main(argv=None):
     """Run the ``hzio`` command line and return its exit status.
 
@@ -136,7 +211,8 @@ def main(argv=None):
     Returns
     -------
     int
-        0 on success, 1 when ``verify`` finds corruption, 2 on a usage or hzio error, 130 on Ctrl-C.
+        0 on success, 1 when ``verify`` finds corruption or ``bench write`` reads back wrong data, 2 on a
+        usage or hzio error, 130 on Ctrl-C.
 
     Examples
     --------

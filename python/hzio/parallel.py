@@ -102,12 +102,12 @@ class ParallelDataset(Dataset):
 
 
 def create_parallel(comm, path, shape, fields, bitmask, bits_per_block, blocks_per_file, times, overwrite, durable,
-                    threads, placement, aggregator_count, aggregator_bytes):
+                    threads, placement, aggregator_count, aggregator_bytes, stats_sub_block_bits=0):
     """Collective form of :func:`hzio.create` (see there)."""
     _require_mpi()
     pcore = _core.ParallelDataset.create(_fortran_handle(comm), path, list(reversed(shape)), fields, bitmask,
                                          bits_per_block, blocks_per_file, times, overwrite, placement,
-                                         aggregator_count, aggregator_bytes, durable, threads)
+                                         aggregator_count, aggregator_bytes, durable, threads, stats_sub_block_bits)
     return ParallelDataset(pcore, comm)
 
 

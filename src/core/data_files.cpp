@@ -30,7 +30,14 @@ struct DataFiles::Pending {
   std::string ready_path;                   // complete and durable, waiting for publish()
   std::vector<std::optional<stats::BlockStats>> stats;  // per entry, for blocks written here
   std::string stats_ready_path;
+  uint64_t written_back = 0;  // log bytes handed to early write-back
 };
+
+namespace {
+// Asking the kernel to write the log out every few MiB keeps the disk busy while blocks are encoded,
+// so the final fsync waits only for the tail.
+constexpr uint64_t kWritebackBytes = uint64_t{8} << 20;
+}  // namespace
 
 DataFiles::DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable, int stats_bits)
     : idx_(idx), idx_dir_(std::move(idx_dir)), durable_(durable), stats_bits_(stats_bits) {}
@@ -158,9 +165,43 @@ Status DataFiles::append(int field, int64_t time, uint64_t block, std::span<cons
   p->entries[static_cast<size_t>(index)] = {p->end, static_cast<uint32_t>(payload.size()), flags};
   p->stats[static_cast<size_t>(index)] = block_stats ? std::optional<stats::BlockStats>(*block_stats) : std::nullopt;
   if (payload.empty()) p->entries[static_cast<size_t>(index)] = {};
-  if (durable_ && payload.size() >= (1u << 20)) p->log->start_writeback(p->end, payload.size());
   p->end += payload.size();
+  if (durable_ && p->end - p->written_back >= kWritebackBytes) {
+    p->log->start_writeback(p->written_back, p->end - p->written_back);
+    p->written_back = p->end;
+  }
   return Status::ok();
+}
+
+Result<std::pair<std::shared_ptr<io::File>, uint64_t>> DataFiles::reserve(int field, int64_t time, uint64_t block,
+                                                                         uint64_t size, uint32_t flags) {
+  std::lock_guard lock(mutex_);
+  if (size > 0xFFFFFFFFu) return unsupported("block payload of " + std::to_string(size) + " bytes exceeds the format's 4 GiB");
+  const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
+  HZIO_ASSIGN_OR_RETURN(Pending * p, pending(key));
+  const int64_t index = field * idx_->blocks_per_file + format::slot_in_file(*idx_, static_cast<int64_t>(block));
+  if (index <= p->last_index) p->canonical = false;
+  p->last_index = std::max(p->last_index, index);
+  p->entries[static_cast<size_t>(index)] = {p->end, static_cast<uint32_t>(size), flags};
+  p->stats[static_cast<size_t>(index)] = std::nullopt;
+  const uint64_t at = p->end;
+  p->end += size;
+  return std::make_pair(std::static_pointer_cast<io::File>(p->log), at);
+}
+
+void DataFiles::finish_reserved(int field, int64_t time, uint64_t block, const stats::BlockStats* block_stats) {
+  std::lock_guard lock(mutex_);
+  const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
+  auto it = pending_.find(key);
+  if (it == pending_.end()) return;
+  Pending& p = *it->second;
+  const size_t index = static_cast<size_t>(field * idx_->blocks_per_file + format::slot_in_file(*idx_, static_cast<int64_t>(block)));
+  if (block_stats) p.stats[index] = *block_stats;
+  const uint64_t end = p.entries[index].offset + p.entries[index].size;
+  if (durable_ && end > p.written_back && end - p.written_back >= kWritebackBytes) {
+    p.log->start_writeback(p.written_back, end - p.written_back);
+    p.written_back = end;
+  }
 }
 
 Status DataFiles::rebuild(const Key& key, Pending& p, Stored* old) {

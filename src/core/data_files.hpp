@@ -42,6 +42,15 @@ class DataFiles {
   Status append(int field, int64_t time, uint64_t block, std::span<const std::byte> payload, uint32_t flags,
                 const stats::BlockStats* block_stats = nullptr);
 
+  // Local, not thread-safe; call in canonical (field, slot) order. Reserves `size` bytes for a block in
+  // its file's log and returns where to pwrite them: lets several threads write payloads whose sizes are
+  // known in advance (raw blocks) at once. The bytes must be written before prepare().
+  Result<std::pair<std::shared_ptr<io::File>, uint64_t>> reserve(int field, int64_t time, uint64_t block, uint64_t size,
+                                                                uint32_t flags);
+  // Local, thread-safe. Attaches statistics to a reserved block; call after its bytes are written to ask
+  // for early write-back of the log.
+  void finish_reserved(int field, int64_t time, uint64_t block, const stats::BlockStats* block_stats);
+
   // Local, thread-safe. The committed statistics of a block: nullopt when unknown (no valid sidecar),
   // count 0 when the block is missing. Errors: as locate().
   Result<std::optional<stats::BlockStats>> block_stats(int field, int64_t time, uint64_t block, ReadReport* report);

@@ -277,10 +277,8 @@ Status Dataset::read_box(const Box& box, int level, std::string_view field, int6
     return invalid_argument("read output needs " + std::to_string(want) + " bytes, got " + std::to_string(out_bytes));
   }
   ReadReport local;
-  auto* o = static_cast<std::byte*>(out);
-  hzorder::fill_samples(o, static_cast<size_t>(grid.sample_count()), impl_->coding_[f].dtype, impl_->coding_[f].default_value);
-  Status s = impl_->read_box(box, level < 0 ? max_level() : level, 0, f, time, o, report ? report : &local, nullptr);
-  return s;
+  return impl_->read_box(box, level < 0 ? max_level() : level, 0, f, time, static_cast<std::byte*>(out),
+                         report ? report : &local, nullptr, true);
 }
 
 Status Dataset::flush() {

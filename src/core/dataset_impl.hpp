@@ -36,9 +36,10 @@ class Dataset::Impl {
 
   Status write_box(const Box& box, int field, int64_t time, const std::byte* data);
   // Reads the samples of levels [min_level, level] inside box into out (grid_in_box(box, level)).
-  // Samples of other levels are left as they are. `keep` (optional) caches decoded block 0.
+  // Samples of other levels are left as they are. `keep` (optional) caches decoded block 0. With
+  // fill_default, samples no stored block provides are set to the field's default value.
   Status read_box(const Box& box, int level, int min_level, int field, int64_t time, std::byte* out,
-                  ReadReport* report, DecodedBlocks* keep);
+                  ReadReport* report, DecodedBlocks* keep, bool fill_default = false);
   // Copies the samples of levels [min_level, level] of a decoded block into `view` (the read grid of box).
   void place_block(uint64_t block, Layout layout, const std::byte* data, const Box& box, int level, int min_level,
                    const hzorder::ArrayView& view) const;

@@ -1,6 +1,7 @@
 // Reading a box at a level: find the blocks of the wanted levels, decode each once, place its samples
 // (docs/design/read-path.md).
 #include <atomic>
+#include <map>
 #include <mutex>
 
 #include "core/dataset_impl.hpp"
@@ -52,50 +53,72 @@ void Dataset::Impl::place_block(uint64_t block, Layout layout, const std::byte* 
 }
 
 Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int field, int64_t time, std::byte* out,
-                               ReadReport* report, DecodedBlocks* keep) {
+                               ReadReport* report, DecodedBlocks* keep, bool fill_default) {
   HZIO_RETURN_IF_ERROR(flush_dirty());
   const core::FieldCoding& fc = coding_[field];
   const size_t bytes = block_bytes(field);
   const hzorder::ArrayView view{out, space_->grid_in_box(box, level), fc.dtype.bytes()};
   const std::vector<uint64_t> blocks = blocks_for(box, min_level, level);
 
+  // Locate every block first: missing blocks decide whether defaults are needed at all (every sample
+  // of the grid belongs to one of these blocks), and the payload spans can be prefetched.
+  ReadReport io;
+  std::vector<std::optional<core::BlockLocation>> where(blocks.size());
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (keep && blocks[i] == 0 && keep->blocks.count(0)) continue;
+    HZIO_ASSIGN_OR_RETURN(where[i], files_->locate(field, time, blocks[i], &io));
+  }
+  int64_t missing = 0;
+  std::map<const io::File*, std::pair<uint64_t, uint64_t>> spans;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (!where[i]) {
+      missing += !(keep && blocks[i] == 0 && keep->blocks.count(0));
+      continue;
+    }
+    auto [it, fresh] = spans.try_emplace(where[i]->file.get(), where[i]->entry.offset, where[i]->entry.offset + where[i]->entry.size);
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, where[i]->entry.offset);
+      it->second.second = std::max(it->second.second, where[i]->entry.offset + where[i]->entry.size);
+    }
+  }
+  if (fill_default && missing > 0) {
+    hzorder::fill_samples(out, static_cast<size_t>(view.grid.sample_count()), fc.dtype, fc.default_value);
+  }
+  for (const auto& [file, span] : spans) {
+    if (span.second - span.first >= (uint64_t{4} << 20)) file->advise_willneed(span.first, span.second - span.first);
+  }
+
   std::mutex mutex;
   Status first_error;
-  std::atomic<int64_t> read{0}, missing{0}, min_bytes{0};
-  ReadReport io;  // header and payload bytes, merged under the mutex
+  std::atomic<int64_t> read{0}, min_bytes{0};
   pool_.parallel_for(blocks.size(), [&](size_t i) {
     const uint64_t b = blocks[i];
     thread_local std::vector<std::byte> scratch, buffer;
     ReadReport mine;
-    const std::vector<std::byte>* data = &buffer;
+    const std::byte* data = nullptr;
     Layout layout = Layout::kHzOrder;
     Status s;
-    if (keep && b == 0 && keep->blocks.count(b)) {
-      layout = keep->blocks[b].first;
-      data = &keep->blocks[b].second;
-    } else {
-      auto where = files_->locate(field, time, b, &mine);
-      if (where.is_ok() && !where.value()) {
-        missing += 1;
-      } else if (where.is_ok()) {
-        buffer.resize(bytes);
-        auto l = core::load_block(*where.value(), fc, *space_, idx_.ndim, b, scratch, buffer, &mine);
-        read += 1;
-        min_bytes += where.value()->entry.size;
-        if (l.is_ok()) layout = l.value();
-        else s = l.status();
+    if (keep && b == 0 && keep->blocks.count(0)) {
+      layout = keep->blocks[0].first;
+      data = keep->blocks[0].second.data();
+    } else if (where[i]) {
+      buffer.resize(bytes);
+      auto l = core::load_block(*where[i], fc, *space_, idx_.ndim, b, scratch, buffer, &mine);
+      read += 1;
+      min_bytes += where[i]->entry.size;
+      if (l.is_ok()) {
+        layout = l.value();
+        data = buffer.data();
+        if (keep && b == 0) {
+          std::lock_guard lock(mutex);
+          keep->blocks[0] = {layout, buffer};
+        }
       } else {
-        s = where.status();
+        s = l.status();
       }
-      if (s.is_ok() && where.is_ok() && where.value() && keep && b == 0) {
-        std::lock_guard lock(mutex);
-        keep->blocks[b] = {layout, buffer};
-      }
-      if (s.is_ok() && (!where.is_ok() || !where.value())) data = nullptr;
     }
-    if (s.is_ok() && data) place_block(b, layout, data->data(), box, level, min_level, view);
+    if (s.is_ok() && data) place_block(b, layout, data, box, level, min_level, view);
     std::lock_guard lock(mutex);
-    io.files_opened += mine.files_opened;
     io.bytes_read += mine.bytes_read;
     if (!s.is_ok() && first_error.is_ok()) first_error = s;
   });

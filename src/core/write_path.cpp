@@ -53,74 +53,99 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
     if (!idx_.time.contains(time)) new_times_.insert(time);
   }
 
-  // Batches bound the memory of encoded blocks; inside a batch the pool encodes in parallel and the
-  // payloads are appended in block order, which keeps the data file canonical.
+  // Batches bound the memory of encoded blocks. Inside a batch: classify the blocks, reserve file space
+  // for raw blocks in block order (which keeps the data file canonical), then encode on the pool; raw
+  // blocks are written by the workers at their reserved offsets, compressed ones appended in order.
+  const bool raw_codec = fc.codec.kind == codec::CodecKind::kRaw;
+  const uint32_t raw_flags = static_cast<uint32_t>(fc.codec.kind) | (fc.layout == Layout::kRowMajor ? format::kFlagRowMajor : 0);
   const size_t batch = std::max<size_t>(static_cast<size_t>(pool_.size()) * 2, (size_t{32} << 20) / bytes);
   std::vector<std::vector<std::byte>> raw(std::min(batch, blocks.size())), payload(raw.size());
   std::vector<uint32_t> flags(raw.size());
-  std::vector<char> partial(raw.size());
+  std::vector<char> kind(raw.size());  // 0 whole block, 1 partial (to hold), 2 merged into a held block
+  std::vector<std::pair<std::shared_ptr<io::File>, uint64_t>> where(raw.size());
   std::vector<Status> errors(raw.size());
-  std::vector<double> hz_s(raw.size()), zip_s(raw.size());
+  std::vector<double> hz_s(raw.size()), zip_s(raw.size()), write_s(raw.size());
   std::vector<stats::BlockStats> st(raw.size());
   pending_bytes_ += static_cast<int64_t>(box.sample_count() * fc.dtype.bytes());
+  auto fail = [&](const Status& s) {
+    // A half-written batch cannot be committed: drop everything uncommitted, keep the committed state.
+    files_->abort();
+    dirty_.clear();
+    dirty_bytes_ = 0;
+    return Status(s.code(), s.message() + " (uncommitted writes to " + path_ + " were discarded)");
+  };
   for (size_t start = 0; start < blocks.size(); start += batch) {
     const size_t n = std::min(batch, blocks.size() - start);
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t b = blocks[start + i];
+      kind[i] = dirty_.count(std::make_tuple(field, time, b)) ? 2 : samples_in(*space_, b, box) < samples_in(*space_, b, idx_.box);
+      if (kind[i] == 0 && raw_codec) {
+        auto r = files_->reserve(field, time, b, bytes, raw_flags);
+        if (!r.is_ok()) return fail(r.status());
+        where[i] = r.value();
+      }
+    }
     pool_.parallel_for(n, [&](size_t i) {
       const uint64_t b = blocks[start + i];
       errors[i] = Status::ok();
-      auto key = std::make_tuple(field, time, b);
-      if (auto it = dirty_.find(key); it != dirty_.end()) {
-        copy_into_block(*space_, b, fc.layout, box, src, it->second.data());
-        partial[i] = 2;  // merged into a held block
+      if (kind[i] == 2) {
+        copy_into_block(*space_, b, fc.layout, box, src, dirty_.find(std::make_tuple(field, time, b))->second.data());
         return;
       }
       raw[i].resize(bytes);
-      const int64_t in_dataset = samples_in(*space_, b, idx_.box);
-      partial[i] = samples_in(*space_, b, box) < in_dataset;
-      if (partial[i]) {
-        auto where = files_->locate(field, time, b, nullptr);
-        if (!where.is_ok()) { errors[i] = where.status(); return; }
-        if (where.value()) {
+      if (kind[i] == 1) {
+        auto loc = files_->locate(field, time, b, nullptr);
+        if (!loc.is_ok()) { errors[i] = loc.status(); return; }
+        if (loc.value()) {
           std::vector<std::byte> scratch, stored(bytes);
-          auto layout = core::load_block(*where.value(), fc, *space_, idx_.ndim, b, scratch, stored, nullptr);
+          auto layout = core::load_block(*loc.value(), fc, *space_, idx_.ndim, b, scratch, stored, nullptr);
           if (!layout.is_ok()) { errors[i] = layout.status(); return; }
           if (layout.value() == fc.layout) raw[i].swap(stored);
           else core::convert_layout(*space_, b, layout.value(), stored, raw[i], fc.dtype.bytes());
         } else {
           hzorder::fill_samples(raw[i].data(), static_cast<size_t>(per_block), fc.dtype, fc.default_value);
         }
-      } else if (in_dataset < per_block) {
+      } else if (samples_in(*space_, b, idx_.box) < per_block) {
         hzorder::fill_samples(raw[i].data(), static_cast<size_t>(per_block), fc.dtype, fc.default_value);
       }
       const double t0 = now();
       copy_into_block(*space_, b, fc.layout, box, src, raw[i].data());
       const double t1 = now();
       hz_s[i] = t1 - t0;
-      zip_s[i] = 0;
-      if (!partial[i]) st[i] = stats::compute_block_stats(*space_, b, fc.layout, raw[i], fc.dtype, idx_.box, files_->stats_bits());
-      if (!partial[i] && fc.codec.kind != codec::CodecKind::kRaw) {
-        auto f = core::encode_block(fc, *space_, idx_.ndim, b, raw[i], payload[i]);
-        if (!f.is_ok()) errors[i] = f.status();
-        else flags[i] = f.value();
-        zip_s[i] = now() - t1;
-      } else {
-        flags[i] = static_cast<uint32_t>(fc.codec.kind) | (fc.layout == Layout::kRowMajor ? format::kFlagRowMajor : 0);
+      zip_s[i] = write_s[i] = 0;
+      if (kind[i] == 1) return;
+      st[i] = stats::compute_block_stats(*space_, b, fc.layout, raw[i], fc.dtype, idx_.box, files_->stats_bits());
+      if (raw_codec) {
+        const double t2 = now();
+        errors[i] = where[i].first->write_at(where[i].second, raw[i]);
+        files_->finish_reserved(field, time, b, &st[i]);
+        write_s[i] = now() - t2;
+        flags[i] = raw_flags;
+        return;
       }
+      auto f = core::encode_block(fc, *space_, idx_.ndim, b, raw[i], payload[i]);
+      if (!f.is_ok()) errors[i] = f.status();
+      else flags[i] = f.value();
+      zip_s[i] = now() - t1;
     });
     for (size_t i = 0; i < n; ++i) {
-      HZIO_RETURN_IF_ERROR(errors[i]);
+      if (!errors[i].is_ok()) return fail(errors[i]);
       const uint64_t b = blocks[start + i];
-      if (partial[i] == 2) continue;
-      if (partial[i]) {
+      if (kind[i] == 2) continue;
+      if (kind[i] == 1) {
         dirty_bytes_ += bytes;
         dirty_[std::make_tuple(field, time, b)] = std::move(raw[i]);
         continue;
       }
-      const auto& out = fc.codec.kind == codec::CodecKind::kRaw ? raw[i] : payload[i];
-      const double t0 = now();
-      HZIO_RETURN_IF_ERROR(files_->append(field, time, b, out, flags[i], &st[i]));
       pending_times_.compress += zip_s[i];
-      note_block(b, static_cast<int64_t>(out.size()), hz_s[i], now() - t0);
+      if (raw_codec) {
+        note_block(b, static_cast<int64_t>(bytes), hz_s[i], write_s[i]);
+        continue;
+      }
+      const double t0 = now();
+      Status s = files_->append(field, time, b, payload[i], flags[i], &st[i]);
+      if (!s.is_ok()) return fail(s);
+      note_block(b, static_cast<int64_t>(payload[i].size()), hz_s[i], now() - t0);
     }
   }
   return dirty_bytes_ > options_.cache_bytes ? flush_dirty() : Status::ok();

@@ -141,7 +141,10 @@ int64_t copy_run(const Run& run, const Box& clip, std::byte* block, const ArrayV
     p.lut[a] = run.luts->axis[a].data();
   }
   p.first = run.first;
-  const bool whole = !run.luts->index_bits.empty() && p.lo == Point{0, 0, 0} && p.hi == run.ns;
+  // Stores should be sequential and loads scattered: encoding walks the block in index order and
+  // gathers from the array; decoding walks the array rows and gathers from the (cache-resident) block.
+  const bool whole = direction == Direction::kArrayToBlock && !run.luts->index_bits.empty() &&
+                     p.lo == Point{0, 0, 0} && p.hi == run.ns;
   if (whole) {
     const bool done = direction == Direction::kArrayToBlock ? dispatch_whole<Direction::kArrayToBlock>(run, p, block, array)
                                                             : dispatch_whole<Direction::kBlockToArray>(run, p, block, array);

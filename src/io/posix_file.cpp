@@ -109,6 +109,10 @@ void File::start_writeback(uint64_t offset, uint64_t length) {
 
 void File::advise_sequential() { ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL); }
 
+void File::advise_willneed(uint64_t offset, uint64_t length) const {
+  ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(length), POSIX_FADV_WILLNEED);
+}
+
 Status File::close() {
   if (fd_ < 0) return Status::ok();
   int rc = ::close(fd_);

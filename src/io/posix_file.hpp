@@ -40,6 +40,8 @@ class File {
   void start_writeback(uint64_t offset, uint64_t length);
   // Local. Tells the kernel the file will be read sequentially (a hint; never fails).
   void advise_sequential();
+  // Local. Asks the kernel to start reading a range into the page cache now (a hint; never fails).
+  void advise_willneed(uint64_t offset, uint64_t length) const;
   Status close();
 
  private:

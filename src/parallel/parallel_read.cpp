@@ -113,14 +113,14 @@ Status parallel_read(Dataset& dataset, MPI_Comm comm, size_t budget, const Box& 
   ReadReport local;
   ReadReport* rep = report ? report : &local;
   auto* o = static_cast<std::byte*>(out);
+  if (method == ReadMethod::kIndependent) {
+    rep->method = "independent";
+    s = mine.empty ? Status::ok() : d.read_box(box, level, 0, mine.field, time, o, rep, nullptr, true);
+    return parallel::agree(comm, s);
+  }
   if (!mine.empty) {
     const SampleGrid g = d.space_->grid_in_box(box, level);
     hzorder::fill_samples(o, static_cast<size_t>(g.sample_count()), d.coding_[mine.field].dtype, d.coding_[mine.field].default_value);
-  }
-  if (method == ReadMethod::kIndependent) {
-    rep->method = "independent";
-    s = mine.empty ? Status::ok() : d.read_box(box, level, 0, mine.field, time, o, rep, nullptr);
-    return parallel::agree(comm, s);
   }
   rep->method = "two-phase";
   // Each data file goes to one reader rank (round robin over the files in order).

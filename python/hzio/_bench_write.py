@@ -1,0 +1,404 @@
+"""The ``hzio bench write`` subcommand: collective hzio writes against IOR-like baselines in the same MPI run.
+
+Run it with ``mpiexec -n N hzio bench write ...``. Each rank owns one box of a global array; every case
+writes the same bytes with the same fsync policy: file per process (``os.write`` per MiB), one shared
+file with MPI-IO collective writes, and hzio (``hzio.create(..., comm=...)``, one case per placement).
+Times are the maximum over ranks between two barriers; medians over the repetitions are reported.
+"""
+
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import hzio
+
+from ._cli_util import MIB, UsageError, parse_ints, print_fields, print_table, shape_text
+
+PIECE_BYTES = MIB  # os.write size of the file-per-process baseline
+MPIIO_PIECE_BYTES = 1 << 30  # largest Write_at_all: MPI counts are C ints
+CASE_TITLES = {"fpp": "file per process", "shared": "shared file, MPI-IO", "hzio_localized": "hzio localized",
+               "hzio_uniform": "hzio uniform"}
+_PHASES = ("restructure", "hz", "aggregate", "compress", "write", "commit", "total")
+
+
+def near_cubic_decomp(ranks, shape):
+    """Factor ``ranks`` into one count per axis of ``shape`` giving boxes of the smallest surface.
+
+    Ties go to more parts along the slower axes (z first). Raises UsageError when no factoring gives
+    every box at least one sample.
+
+    Examples
+    --------
+    >>> near_cubic_decomp(4, (512, 512, 512)), near_cubic_decomp(3, (8, 8, 8)), near_cubic_decomp(6, (2, 64, 64))
+    ((2, 2, 1), (3, 1, 1), (2, 3, 1))
+    """
+    best = None
+    for parts in _factorings(ranks, len(shape)):
+        if any(p > n for p, n in zip(parts, shape)):
+            continue
+        edges = [n / p for n, p in zip(shape, parts)]
+        area = sum(np.prod(edges[:a] + edges[a + 1:]) for a in range(len(edges)))
+        key = (round(area, 6), tuple(-p for p in parts))
+        best = min(best, (key, parts)) if best else (key, parts)
+    if best is None:
+        raise UsageError(f"{ranks} ranks cannot each get a box of the {shape_text(shape)} array")
+    return best[1]
+
+
+def _factorings(n, count):
+    if count == 1:
+        yield (n,)
+        return
+    for d in range(1, n + 1):
+        if n % d == 0:
+            for rest in _factorings(n // d, count - 1):
+                yield (d,) + rest
+
+
+def rank_box(shape, decomp, rank):
+    """Return the ``(lo, hi)`` box ([z, y, x], exclusive) of ``rank`` in C order over the ``decomp`` grid.
+
+    Uneven splits give the first parts along an axis one sample more.
+
+    Examples
+    --------
+    >>> rank_box((10, 4, 4), (3, 1, 1), 0), rank_box((10, 4, 4), (3, 1, 1), 2)
+    (((0, 0, 0), (4, 4, 4)), ((7, 0, 0), (10, 4, 4)))
+    """
+    lo, hi = [], []
+    for n, p, i in zip(shape, decomp, np.unravel_index(rank, decomp)):
+        base, extra = divmod(n, p)
+        lo.append(int(i) * base + min(int(i), extra))
+        hi.append(lo[-1] + base + (int(i) < extra))
+    return tuple(lo), tuple(hi)
+
+
+def rank_arrays(shape, box, dtype, fields, timesteps):
+    """The arrays a rank writes: ``{(field, timestep): array}`` of its box, cheap to build.
+
+    Sample ``p`` of field ``f`` at timestep ``t`` holds (global C-order index of ``p``) * components +
+    component + ``f * timesteps + t``, cast to the dtype (integers wrap).
+    """
+    _, scalar, comps = hzio.parse_dtype(dtype)
+    lo, hi = box
+    strides = [int(np.prod(shape[a + 1:])) for a in range(len(shape))]
+    index = np.zeros([h - l for l, h in zip(lo, hi)], dtype=np.int64)
+    for a, (l, h) in enumerate(zip(lo, hi)):
+        axis = np.arange(l, h, dtype=np.int64) * strides[a]
+        index += axis.reshape([-1 if b == a else 1 for b in range(len(shape))])
+    if comps > 1:
+        index = index[..., None] * comps + np.arange(comps, dtype=np.int64)
+    out = {}
+    for f, name in enumerate(fields):
+        for t in range(timesteps):
+            out[(name, t)] = (index + (f * timesteps + t)).astype(scalar)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ cases
+def write_fpp(path, arrays, fsync):
+    """File-per-process baseline: the rank's arrays in one file, ``os.write`` per MiB, fsync, close."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for a in arrays:
+            view = memoryview(a.reshape(-1).view(np.uint8))
+            pos = 0
+            while pos < len(view):
+                pos += os.write(fd, view[pos:pos + PIECE_BYTES])
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_shared(MPI, comm, path, arrays, offset, pieces, fsync):
+    """Shared-file baseline: each rank's arrays back to back at ``offset`` with ``Write_at_all``.
+
+    ``pieces`` is the most ``Write_at_all`` calls any rank needs per array (every rank makes as many).
+    """
+    fh = MPI.File.Open(comm, path, MPI.MODE_WRONLY | MPI.MODE_CREATE)
+    try:
+        for a in arrays:
+            view = a.reshape(-1).view(np.uint8)
+            for k in range(pieces):
+                fh.Write_at_all(offset + k * MPIIO_PIECE_BYTES, view[k * MPIIO_PIECE_BYTES:(k + 1) * MPIIO_PIECE_BYTES])
+            offset += view.nbytes
+        if fsync:
+            fh.Sync()
+    finally:
+        fh.Close()
+
+
+def write_hzio(comm, path, cfg, box, arrays, placement):
+    """hzio: collective create, one ``write`` per field and timestep, close (flush, fsync, commit).
+
+    Returns the close's write report.
+    """
+    times = list(range(cfg["timesteps"])) if cfg["timesteps"] > 1 else None
+    with hzio.create(path, shape=cfg["global"], fields={f: cfg["dtype"] for f in cfg["field_names"]},
+                     codec=cfg["codec"], layout=cfg["layout"], bits_per_block=cfg["bits_per_block"],
+                     blocks_per_file=cfg["blocks_per_file"], times=times, overwrite=True, durable=cfg["fsync"],
+                     threads=1, comm=comm, placement=placement, aggregator_count=cfg["aggregator_count"],
+                     aggregator_bytes=cfg["aggregator_bytes"]) as ds:
+        for (field, t), a in arrays.items():
+            ds.write(a, offset=box[0], field=field, time=t)
+    return ds.last_write_report
+
+
+def check_read_back(comm, path, box, arrays):
+    """Collective: every rank reads its box of every field and timestep and compares. Returns the problems."""
+    problems = []
+    with hzio.open(path, comm=comm) as ds:
+        for (field, t), want in arrays.items():
+            got = ds.read(box=box, field=field, time=t)
+            if got.shape != want.shape or not np.array_equal(got, want):
+                bad = np.argwhere(got != want) if got.shape == want.shape else None
+                where = "shape differs" if bad is None else f"{len(bad)} samples differ, first at {bad[0].tolist()}"
+                problems.append(f"rank {comm.Get_rank()}, box {box}, field {field}, timestep {t}: {where}")
+    return [p for rank_problems in comm.allgather(problems) for p in rank_problems]
+
+
+def timed(MPI, comm, op):
+    """Barrier, run ``op``, barrier; return (the slowest rank's seconds, ``op``'s value). Collective.
+
+    An exception on any rank is raised on every rank (after the second barrier, so no rank hangs).
+    """
+    comm.Barrier()
+    t0 = time.perf_counter()
+    error, value = None, None
+    try:
+        value = op()
+    except Exception as e:  # every rank must reach the barrier and the agreement below
+        error = e
+    comm.Barrier()
+    seconds = time.perf_counter() - t0
+    messages = comm.allgather(None if error is None else f"{type(error).__name__}: {error}")
+    if error is not None:
+        raise error
+    failed = next((f"rank {r}: {m}" for r, m in enumerate(messages) if m), None)
+    if failed:
+        raise hzio.Error(f"failed on another rank, {failed}")
+    return comm.allreduce(seconds, op=MPI.MAX), value
+
+
+# ------------------------------------------------------------------------------------------ the run
+def _mpi():
+    try:
+        from mpi4py import MPI
+    except ImportError as e:
+        raise UsageError(f"hzio bench write needs mpi4py (pip install mpi4py): {e}") from None
+    if not getattr(hzio._core, "with_mpi", False):
+        raise UsageError("hzio bench write needs an hzio built with MPI (hzio._core.with_mpi is False)")
+    return MPI, MPI.COMM_WORLD
+
+
+def _config(args, ranks):
+    shape = parse_ints(args.global_shape, "--global")
+    if len(shape) > 3:
+        raise UsageError(f"--global needs 1 to 3 axes ([z, y, x] order), got {args.global_shape!r}")
+    decomp = parse_ints(args.decomp, "--decomp") if args.decomp else near_cubic_decomp(ranks, shape)
+    if len(decomp) != len(shape) or int(np.prod(decomp)) != ranks:
+        raise UsageError(f"--decomp {args.decomp} must have {len(shape)} counts whose product is the rank count {ranks}")
+    if any(p > n for p, n in zip(decomp, shape)):
+        raise UsageError(f"--decomp {args.decomp} leaves some ranks without samples of {shape_text(shape)}")
+    for option, value in (("--fields", args.fields), ("--timesteps", args.timesteps), ("--reps", args.reps)):
+        if value < 1:
+            raise UsageError(f"{option} must be at least 1, got {value}")
+    hzio.parse_dtype(args.dtype)
+    placements = ["localized", "uniform"] if args.placement == "both" else [args.placement]
+    return {"global": shape, "decomp": tuple(decomp), "fields": args.fields, "dtype": args.dtype,
+            "field_names": [f"f{i}" for i in range(args.fields)], "timesteps": args.timesteps, "codec": args.codec,
+            "layout": args.layout, "bits_per_block": args.bits_per_block, "blocks_per_file": args.blocks_per_file,
+            "placements": placements, "aggregator_count": args.aggregator_count,
+            "aggregator_bytes": args.aggregator_bytes, "fsync": args.fsync, "reps": args.reps}
+
+
+def _run_dir(comm, parent):
+    """Rank 0 makes ``parent/write_<pid>``; returns (its absolute path, whether ``parent`` was made)."""
+    made, path = False, None
+    if comm.Get_rank() == 0:
+        parent = os.path.abspath(parent)
+        made = not os.path.exists(parent)
+        path = os.path.join(parent, f"write_{os.getpid()}")
+        os.makedirs(path)
+    return comm.bcast((path, made), root=0)
+
+
+def _remove(path):
+    if os.path.isdir(path):
+        shutil.rmtree(path)
+    elif os.path.exists(path):
+        os.remove(path)
+
+
+def bench_write(args):
+    """Run ``hzio bench write`` (Collective over ``MPI.COMM_WORLD``); rank 0 prints and writes ``--json``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The options of ``hzio bench write -h``.
+
+    Returns
+    -------
+    int
+        0, or 1 when a rank read back different data from an hzio dataset (rank 0 prints FAIL lines).
+
+    Notes
+    -----
+    JSON keys: ``benchmark`` ("write"), ``hzio_version``, ``mpi_library``, ``host``, ``cpu_count``,
+    ``load_before``/``load_after`` (1, 5, 15 min load averages), ``ranks``, ``config`` (the options, with
+    ``global`` and ``decomp`` in [z, y, x]), ``bytes`` (all ranks), ``rank_bytes`` (min, max), ``cases``
+    (``fpp``, ``shared``, ``hzio_<placement>``: ``seconds`` per rep, ``median_s``, ``min_s``, ``max_s``,
+    ``mib_per_s``; hzio cases add ``report``, the write report of the median rep, and ``verified``),
+    ``ratios`` (``hzio_<placement>``: ``vs_fpp``, ``vs_shared``, of MiB/s) and ``verified``.
+
+    Examples
+    --------
+    ``mpiexec -n 4 hzio bench write --global 512,512,512 --placement both --json write.json``
+    """
+    MPI, comm = _mpi()
+    cfg = _config(args, comm.Get_size())
+    rank = comm.Get_rank()
+    load_before = os.getloadavg()
+    box = rank_box(cfg["global"], cfg["decomp"], rank)
+    arrays = rank_arrays(cfg["global"], box, cfg["dtype"], cfg["field_names"], cfg["timesteps"])
+    my_bytes = sum(a.nbytes for a in arrays.values())
+    offset = comm.exscan(my_bytes) if rank else 0
+    pieces = comm.allreduce(max(1, -(-max(a.nbytes for a in arrays.values()) // MPIIO_PIECE_BYTES)), op=MPI.MAX)
+    run_dir, made_parent = _run_dir(comm, args.dir)
+    paths = {"fpp": os.path.join(run_dir, "fpp"), "shared": os.path.join(run_dir, "shared.bin")}
+    ops = {"fpp": lambda: write_fpp(os.path.join(paths["fpp"], f"rank{rank:05d}.bin"), arrays.values(), cfg["fsync"]),
+           "shared": lambda: write_shared(MPI, comm, paths["shared"], arrays.values(), offset, pieces, cfg["fsync"])}
+    for p in cfg["placements"]:
+        paths[f"hzio_{p}"] = os.path.join(run_dir, f"hzio_{p}.idx")
+        ops[f"hzio_{p}"] = lambda p=p: write_hzio(comm, paths[f"hzio_{p}"], cfg, box, arrays, p)
+    try:
+        seconds, reports, problems = _repeat(MPI, comm, cfg, ops, paths, box, arrays)
+        comm.Barrier()
+    finally:
+        if rank == 0:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            if made_parent and not os.listdir(os.path.dirname(run_dir)):
+                os.rmdir(os.path.dirname(run_dir))
+    byte_range = (comm.allreduce(my_bytes, op=MPI.MIN), comm.allreduce(my_bytes, op=MPI.MAX))
+    total = comm.allreduce(my_bytes)
+    if rank != 0:
+        return 0 if not any(problems.values()) else 1
+    result = _result(MPI, comm, cfg, seconds, reports, problems, total, byte_range, load_before)
+    result["config"]["dir"] = os.path.dirname(run_dir)
+    print_bench(result)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+        print(f"wrote {args.json}")
+    return 0 if result["verified"] else 1
+
+
+def _repeat(MPI, comm, cfg, ops, paths, box, arrays):
+    """Run every case ``reps`` times in a rotating order; check each hzio case's last rep by reading back."""
+    names = list(ops)
+    seconds = {n: [] for n in names}
+    reports = {n: [] for n in names if n.startswith("hzio")}
+    problems = {n: [] for n in reports}
+    for rep in range(cfg["reps"]):
+        k = rep % len(names)
+        for name in names[k:] + names[:k]:  # rotated, so slow drift of a shared machine hits every case
+            if comm.Get_rank() == 0 and name == "fpp":
+                os.makedirs(paths["fpp"])
+            comm.Barrier()
+            s, report = timed(MPI, comm, ops[name])
+            seconds[name].append(s)
+            if name in reports:
+                reports[name].append(report)
+                if rep == cfg["reps"] - 1:
+                    problems[name] = check_read_back(comm, paths[name], box, arrays)
+            comm.Barrier()
+            if comm.Get_rank() == 0:
+                _remove(paths[name])
+                _remove(os.path.splitext(paths[name])[0])  # an hzio dataset's data folder
+    return seconds, reports, problems
+
+
+# ------------------------------------------------------------------------------------------ results
+def _summary(seconds, total_bytes):
+    median = statistics.median(seconds)
+    return {"seconds": seconds, "median_s": median, "min_s": min(seconds), "max_s": max(seconds),
+            "mib_per_s": total_bytes / MIB / median}
+
+
+def _result(MPI, comm, cfg, seconds, reports, problems, total, byte_range, load_before):
+    cases = {name: _summary(s, total) for name, s in seconds.items()}
+    ratios = {}
+    for name, reps in reports.items():
+        order = sorted(range(len(seconds[name])), key=seconds[name].__getitem__)
+        cases[name]["report"] = reps[order[(len(order) - 1) // 2]]  # the median rep (the faster one of two)
+        cases[name]["verified"] = not problems[name]
+        cases[name]["problems"] = problems[name]
+        ratios[name] = {"vs_fpp": cases[name]["mib_per_s"] / cases["fpp"]["mib_per_s"],
+                        "vs_shared": cases[name]["mib_per_s"] / cases["shared"]["mib_per_s"]}
+    config = {k: (list(v) if isinstance(v, tuple) else v) for k, v in cfg.items() if k != "field_names"}
+    return {"benchmark": "write", "hzio_version": hzio.__version__,
+            "mpi_library": MPI.Get_library_version().strip().splitlines()[0], "host": platform.node(),
+            "cpu_count": os.cpu_count(), "load_before": list(load_before), "load_after": list(os.getloadavg()),
+            "command": sys.argv, "ranks": comm.Get_size(), "config": config, "bytes": total,
+            "rank_bytes": list(byte_range), "cases": cases, "ratios": ratios,
+            "verified": all(c.get("verified", True) for c in cases.values())}
+
+
+def print_bench(r):
+    """Print the dict of :func:`bench_write` as text: setup, the case table, then each hzio case's report."""
+    c = r["config"]
+    print(f"hzio bench write: {r['ranks']} ranks, global {shape_text(c['global'])} ([z, y, x]), decomposition "
+          f"{shape_text(c['decomp'])}, {c['fields']} field(s) {c['dtype']}, {c['timesteps']} timestep(s)")
+    print_fields([
+        ("hzio options", f"codec {c['codec']}, layout {c['layout']}, bits_per_block "
+                         f"{c['bits_per_block'] or 'default'}, blocks_per_file {c['blocks_per_file'] or 'default'}, "
+                         f"aggregator_count {c['aggregator_count']}, aggregator_bytes {c['aggregator_bytes']}"),
+        ("bytes", f"{r['bytes'] / MIB:.1f} MiB in all, {r['rank_bytes'][0] / MIB:.1f} to "
+                  f"{r['rank_bytes'][1] / MIB:.1f} MiB per rank; fsync {'on' if c['fsync'] else 'off'}"),
+        ("runs", f"{c['reps']} reps per case, medians, rotating order; in {c['dir']}"),
+        ("load average", f"{_load(r['load_before'])} before, {_load(r['load_after'])} after "
+                         f"({r['cpu_count']} cpus, {r['host']})"),
+        ("mpi", r["mpi_library"])])
+    rows = [["case", "median s", "min s", "max s", "MiB/s", "x fpp", "x shared"]]
+    for name, case in r["cases"].items():
+        ratio = r["ratios"].get(name)
+        rows.append([CASE_TITLES.get(name, name), f"{case['median_s']:.3f}", f"{case['min_s']:.3f}",
+                     f"{case['max_s']:.3f}", f"{case['mib_per_s']:.1f}",
+                     f"{ratio['vs_fpp']:.2f}" if ratio else "-", f"{ratio['vs_shared']:.2f}" if ratio else "-"])
+    print()
+    print_table(rows)
+    for name in r["ratios"]:
+        _print_report(CASE_TITLES.get(name, name), r["cases"][name]["report"])
+    print()
+    for name in r["ratios"]:
+        case = r["cases"][name]
+        if case["verified"]:
+            print(f"read-back check {CASE_TITLES.get(name, name)}: OK (every rank read its box collectively)")
+        else:
+            print(f"read-back check {CASE_TITLES.get(name, name)}: FAIL", file=sys.stderr)
+            for p in case["problems"]:
+                print(f"  FAIL {p}", file=sys.stderr)
+
+
+def _load(triple):
+    return " ".join(f"{v:.2f}" for v in triple)
+
+
+def _print_report(title, rep):
+    print(f"\n{title}, write report of the median rep: {rep['ranks']} ranks, {rep['aggregators']} aggregators, "
+          f"{rep['rounds']} rounds, {rep['files']} files, {rep['file_bytes'] / MIB:.1f} MiB in files")
+    rows = [["phase", "max s", "mean s"]]
+    rows += [[p, f"{rep['max'].get(p, 0):.3f}", f"{rep['mean'].get(p, 0):.3f}"] for p in _PHASES if p in rep["max"]]
+    print_table(rows)
+    rows = [["level", "blocks", "MiB", "hz max s", "write max s"]]
+    rows += [[str(lv["level"]), str(lv["blocks"]), f"{lv['bytes'] / MIB:.3f}", f"{lv['hz_max']:.4f}",
+              f"{lv['write_max']:.4f}"] for lv in rep["levels"]]
+    print_table(rows)

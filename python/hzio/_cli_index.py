@@ -1,0 +1,71 @@
+"""The ``hzio index`` subcommand: write the per-block statistics sidecars of a dataset written elsewhere.
+
+It calls :func:`hzio.index`. Under ``mpiexec -n K hzio index ...`` the data files are shared over the
+ranks of ``MPI.COMM_WORLD`` (mpi4py is imported only when installed) and rank 0 prints the summary.
+"""
+
+import importlib.util
+
+import hzio
+
+from ._cli_util import UsageError, print_fields, print_json
+
+
+def world_comm():
+    """Return mpi4py's ``MPI.COMM_WORLD`` when this process is one of several MPI ranks, else None.
+
+    None also when mpi4py is not installed or its MPI library cannot be loaded (a lone process then
+    initializes MPI as a singleton, which is harmless).
+    """
+    if importlib.util.find_spec("mpi4py") is None:
+        return None
+    try:
+        from mpi4py import MPI
+    except (ImportError, RuntimeError):
+        return None
+    return MPI.COMM_WORLD if MPI.COMM_WORLD.Get_size() > 1 else None
+
+
+def index(args):
+    """Run ``hzio index``: compute and store the statistics of every block of every field and timestep.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        ``dataset``, ``sub_block_bits`` (int, 0 for whole blocks only) and ``json`` (bool).
+
+    Returns
+    -------
+    int
+        The exit status, 0. Collective under mpiexec: every rank runs it; only rank 0 prints.
+
+    Examples
+    --------
+    ``mpiexec -n 4 hzio index /data/run42.idx --sub-block-bits 4``
+    """
+    if args.sub_block_bits < 0:
+        raise UsageError(f"--sub-block-bits must be non-negative, got {args.sub_block_bits}")
+    comm = world_comm()
+    summary = hzio.index(args.dataset, sub_block_bits=args.sub_block_bits, comm=comm)
+    if comm is not None and comm.Get_rank() != 0:
+        return 0
+    with hzio.open(args.dataset) as ds:
+        path = ds.path
+        known = present = 0
+        for field in ds.fields:
+            for time in ds.times:
+                b = ds.blocks(field=field, time=time)
+                present += int(b["present"].sum())
+                known += int((b["present"] & b["stats_known"]).sum())
+    result = dict(summary, path=path, sub_block_bits=args.sub_block_bits, ranks=1 if comm is None else comm.Get_size(),
+                  present_blocks=present, stats_known_blocks=known)
+    if args.json:
+        print_json(result)
+    else:
+        print(f"indexed {path}")
+        print_fields([("data files", str(result["files"])), ("blocks", f"{result['blocks']} indexed; "
+                                                                      f"{known} of {present} present blocks "
+                                                                      "now have statistics"),
+                      ("sub-block bits", str(args.sub_block_bits)), ("ranks", str(result["ranks"])),
+                      ("seconds", f"{result['seconds']:.3f}")])
+    return 0
