@@ -103,9 +103,9 @@ Status Dataset::query(const Box& box, int level, std::string_view field, int64_t
         for (const auto& [a, z] : ranges) {
           s = where.value()->file->read_at(e.offset + a * sb, std::span(buffer).subspan(a * sb, (z - a) * sb));
           mine.bytes_read += static_cast<int64_t>((z - a) * sb);
+          mine.min_bytes += static_cast<int64_t>((z - a) * sb);
           if (!s.is_ok()) break;
         }
-        mine.min_bytes += 0;
         if (ranges.empty()) skipped += 1;
         else mine.blocks_read += 1;
       } else {
@@ -114,6 +114,7 @@ Status Dataset::query(const Box& box, int level, std::string_view field, int64_t
           layout = l.value();
           ranges.push_back({0, uint64_t{1} << bpb});
           mine.blocks_read += 1;
+          mine.min_bytes += e.size;
         } else {
           s = l.status();
         }
