@@ -1,5 +1,6 @@
 // libFuzzer target for the codec layer: feeds untrusted bytes as a block payload to decode_block for
-// every codec kind, a few dtypes and block shapes, and every zfp decode mode. Build (not in CMake yet):
+// every codec kind, a few dtypes and block shapes, and every zfp decode mode. ctest replays fuzz/corpus/codec
+// through fuzz/replay_main.cpp; with clang build it as a libFuzzer target:
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc fuzz/codec_fuzz.cpp
 //     src/codec/{codec,raw_codec,zip_codec,lz4_codec,zfp_codec}.cpp src/util/status.cpp -lz -llz4 -lzfp
 #include <array>

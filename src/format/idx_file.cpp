@@ -65,8 +65,7 @@ Result<IdxFile> IdxFile::parse(std::string_view text, std::string_view idx_name)
     if (std::find(std::begin(kKnown), std::end(kKnown), key) != std::end(kKnown)) {
       kv[key == "(interleave)" ? "(interleave block)" : key] = value;
     } else {
-      std::string k = key.substr(1, key.size() - (key.back() == ')' ? 2 : 1));
-      f.set_extra(k, value);
+      f.set_extra_line(key, value);  // kept verbatim: "(bitsperblock" must not come back as a known key
     }
   }
   for (const char* required : {"(version)", "(box)", "(fields)", "(bits)"}) {
@@ -183,7 +182,7 @@ std::string IdxFile::to_text() const {
   out += "(filename_template)\n" + filename_template + "\n";
   out += "(missing_blocks)\n" + std::to_string(missing_blocks) + "\n";
   out += "(arco)\n0\n";
-  for (const auto& [k, v] : extra) out += "(" + k + ")\n" + v + "\n";
+  for (const auto& [k, v] : extra) out += k + "\n" + v + "\n";
   return out;
 }
 
@@ -195,20 +194,23 @@ int IdxFile::field_index(std::string_view name) const {
 }
 
 const std::string* IdxFile::find_extra(std::string_view key) const {
+  const std::string line = "(" + std::string(key) + ")";
   for (const auto& [k, v] : extra) {
-    if (k == key) return &v;
+    if (k == line) return &v;
   }
   return nullptr;
 }
 
-void IdxFile::set_extra(std::string key, std::string value) {
+void IdxFile::set_extra(std::string key, std::string value) { set_extra_line("(" + key + ")", std::move(value)); }
+
+void IdxFile::set_extra_line(std::string line, std::string value) {
   for (auto& [k, v] : extra) {
-    if (k == key) {
+    if (k == line) {
       v = std::move(value);
       return;
     }
   }
-  extra.emplace_back(std::move(key), std::move(value));
+  extra.emplace_back(std::move(line), std::move(value));
 }
 
 }  // namespace hzio::format

@@ -56,7 +56,7 @@ struct IdxFile {
   std::string physic_box;
   std::string logic_to_physic;
   int missing_blocks = 0;
-  std::vector<std::pair<std::string, std::string>> extra;  // unknown keys, in file order
+  std::vector<std::pair<std::string, std::string>> extra;  // unknown key lines (verbatim) and values, in file order
 
   // Local. Parses the text form; `idx_name` (the .idx path) names errors and the default template.
   // Applies validate(). Errors: kFormat naming the file, the key and the reason; kUnsupported for
@@ -74,7 +74,9 @@ struct IdxFile {
   int64_t file_count() const { return (total_blocks() + blocks_per_file - 1) / blocks_per_file; }
   int field_index(std::string_view name) const;  // -1 if absent
   const std::string* find_extra(std::string_view key) const;
+  // Sets "(key)"; set_extra_line keeps a key line exactly as read.
   void set_extra(std::string key, std::string value);
+  void set_extra_line(std::string line, std::string value);
 };
 
 // Local. The default (filename_template) for an .idx path and block-number bit count.
