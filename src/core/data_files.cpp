@@ -31,6 +31,7 @@ struct DataFiles::Pending {
   std::vector<std::optional<stats::BlockStats>> stats;  // per entry, for blocks written here
   std::string stats_ready_path;
   uint64_t written_back = 0;  // log bytes handed to early write-back
+  std::vector<char> ready;    // per entry: its bytes are in the log (reserved entries are not yet)
 };
 
 namespace {
@@ -90,7 +91,7 @@ Result<std::optional<BlockLocation>> DataFiles::locate(int field, int64_t time, 
   const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
   const size_t index = static_cast<size_t>(field) * static_cast<size_t>(idx_->blocks_per_file) +
                        static_cast<size_t>(format::slot_in_file(*idx_, static_cast<int64_t>(block)));
-  if (auto it = pending_.find(key); it != pending_.end() && it->second->entries[index].present()) {
+  if (auto it = pending_.find(key); it != pending_.end() && it->second->entries[index].present() && it->second->ready[index]) {
     return std::optional<BlockLocation>(BlockLocation{it->second->entries[index], it->second->log});
   }
   HZIO_ASSIGN_OR_RETURN(Stored * s, stored(key, report));
@@ -147,6 +148,7 @@ Result<DataFiles::Pending*> DataFiles::pending(const Key& key) {
   const size_t n = idx_->fields.size() * static_cast<size_t>(idx_->blocks_per_file);
   p->entries.assign(n, {});
   p->stats.assign(n, std::nullopt);
+  p->ready.assign(n, 0);
   p->end = format::header_table_bytes(static_cast<int>(idx_->fields.size()), idx_->blocks_per_file);
   slot = std::move(p);
   return slot.get();
@@ -164,6 +166,7 @@ Status DataFiles::append(int field, int64_t time, uint64_t block, std::span<cons
   p->last_index = std::max(p->last_index, index);
   p->entries[static_cast<size_t>(index)] = {p->end, static_cast<uint32_t>(payload.size()), flags};
   p->stats[static_cast<size_t>(index)] = block_stats ? std::optional<stats::BlockStats>(*block_stats) : std::nullopt;
+  p->ready[static_cast<size_t>(index)] = 1;
   if (payload.empty()) p->entries[static_cast<size_t>(index)] = {};
   p->end += payload.size();
   if (durable_ && p->end - p->written_back >= kWritebackBytes) {
@@ -184,6 +187,7 @@ Result<std::pair<std::shared_ptr<io::File>, uint64_t>> DataFiles::reserve(int fi
   p->last_index = std::max(p->last_index, index);
   p->entries[static_cast<size_t>(index)] = {p->end, static_cast<uint32_t>(size), flags};
   p->stats[static_cast<size_t>(index)] = std::nullopt;
+  p->ready[static_cast<size_t>(index)] = 0;  // invisible to locate() until finish_reserved()
   const uint64_t at = p->end;
   p->end += size;
   return std::make_pair(std::static_pointer_cast<io::File>(p->log), at);
@@ -197,6 +201,7 @@ void DataFiles::finish_reserved(int field, int64_t time, uint64_t block, const s
   Pending& p = *it->second;
   const size_t index = static_cast<size_t>(field * idx_->blocks_per_file + format::slot_in_file(*idx_, static_cast<int64_t>(block)));
   if (block_stats) p.stats[index] = *block_stats;
+  p.ready[index] = 1;
   const uint64_t end = p.entries[index].offset + p.entries[index].size;
   if (durable_ && end > p.written_back && end - p.written_back >= kWritebackBytes) {
     p.log->start_writeback(p.written_back, end - p.written_back);

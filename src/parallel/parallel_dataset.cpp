@@ -128,48 +128,55 @@ Status ParallelDataset::write_box(const Box& box, std::string_view field, int64_
 Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, const std::vector<int>& round,
                                             parallel::FlushTimes& t) {
   auto& d = ds();
-  std::vector<std::vector<std::byte>> out(static_cast<size_t>(size));
-  for (int c : round) {
-    const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(c)];
-    for (const Staged& s : staged) {
-      if (s.time != chunk.time) continue;
-      for (uint64_t b : s.blocks) {
-        const int64_t e = s.field * d.idx_.blocks_per_file + format::slot_in_file(d.idx_, static_cast<int64_t>(b));
-        if (format::first_block_of_file(d.idx_, static_cast<int64_t>(b)) == chunk.first_block && e >= chunk.entry_begin &&
-            e < chunk.entry_end) {
-          parallel::append_record(d, s.field, s.time, s.box, s.data.data(), b, out[static_cast<size_t>(chunk.aggregator)], t);
+  // Records go straight into one send buffer, destination by destination, as Alltoallv wants them.
+  std::vector<int> order(round);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return plan.chunks[static_cast<size_t>(a)].aggregator < plan.chunks[static_cast<size_t>(b)].aggregator;
+  });
+  std::vector<std::byte> send;
+  std::vector<int64_t> sdispl64(static_cast<size_t>(size) + 1, 0);
+  size_t next = 0;
+  for (int r = 0; r < size; ++r) {
+    sdispl64[static_cast<size_t>(r)] = static_cast<int64_t>(send.size());
+    for (; next < order.size() && plan.chunks[static_cast<size_t>(order[next])].aggregator == r; ++next) {
+      const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(order[next])];
+      for (const Staged& s : staged) {
+        if (s.time != chunk.time) continue;
+        for (uint64_t b : s.blocks) {
+          const int64_t e = s.field * d.idx_.blocks_per_file + format::slot_in_file(d.idx_, static_cast<int64_t>(b));
+          if (format::first_block_of_file(d.idx_, static_cast<int64_t>(b)) == chunk.first_block &&
+              e >= chunk.entry_begin && e < chunk.entry_end) {
+            parallel::append_record(d, s.field, s.time, s.box, s.data.data(), b, send, t);
+          }
         }
       }
     }
   }
+  sdispl64[static_cast<size_t>(size)] = static_cast<int64_t>(send.size());
   const double t0 = now();
-  std::vector<int> send_counts(static_cast<size_t>(size)), recv_counts(static_cast<size_t>(size));
-  Status too_big;
-  for (int r = 0; r < size; ++r) {
-    if (out[r].size() > static_cast<size_t>(INT_MAX)) too_big = unsupported("a round sends more than 2 GiB to one rank; lower aggregator_bytes");
-    send_counts[r] = static_cast<int>(std::min<size_t>(out[r].size(), INT_MAX));
-  }
+  Status too_big = send.size() > static_cast<size_t>(INT_MAX)
+                       ? unsupported("a round sends more than 2 GiB from one rank; lower aggregator_bytes")
+                       : Status::ok();
   HZIO_RETURN_IF_ERROR(agree(comm, too_big));
-  MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm);
-  std::vector<int> sdispl(static_cast<size_t>(size), 0), rdispl(static_cast<size_t>(size), 0);
-  std::vector<std::byte> send, recv;
-  int64_t stotal = 0, rtotal = 0;
+  std::vector<int> send_counts(static_cast<size_t>(size)), sdispl(static_cast<size_t>(size)),
+      recv_counts(static_cast<size_t>(size)), rdispl(static_cast<size_t>(size), 0);
   for (int r = 0; r < size; ++r) {
-    stotal += send_counts[r];
+    sdispl[r] = static_cast<int>(sdispl64[r]);
+    send_counts[r] = static_cast<int>(sdispl64[r + 1] - sdispl64[r]);
+  }
+  MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm);
+  int64_t rtotal = 0;
+  for (int r = 0; r < size; ++r) {
+    rdispl[r] = static_cast<int>(std::min<int64_t>(rtotal, INT_MAX));
     rtotal += recv_counts[r];
   }
-  Status overflow = (stotal > INT_MAX || rtotal > INT_MAX) ? unsupported("a round moves more than 2 GiB through one rank; lower aggregator_bytes") : Status::ok();
+  Status overflow = rtotal > INT_MAX ? unsupported("a round moves more than 2 GiB into one rank; lower aggregator_bytes")
+                                     : Status::ok();
   HZIO_RETURN_IF_ERROR(agree(comm, overflow));
-  send.reserve(static_cast<size_t>(stotal));
-  for (int r = 0; r < size; ++r) {
-    sdispl[r] = static_cast<int>(send.size());
-    send.insert(send.end(), out[r].begin(), out[r].end());
-    out[r] = {};
-  }
-  for (int r = 1; r < size; ++r) rdispl[r] = rdispl[r - 1] + recv_counts[r - 1];
-  recv.resize(static_cast<size_t>(rtotal));
+  std::vector<std::byte> recv(static_cast<size_t>(rtotal));
   MPI_Alltoallv(send.data(), send_counts.data(), sdispl.data(), MPI_BYTE, recv.data(), recv_counts.data(), rdispl.data(),
                 MPI_BYTE, comm);
+  send = {};
   t.phases.aggregate += now() - t0;
   std::vector<parallel::Record> records;
   Status s = parallel::parse_records(recv, records);
