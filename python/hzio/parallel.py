@@ -59,6 +59,8 @@ class ParallelDataset(Dataset):
         Collective too, since it calls this method.
         """
         field, time = self._field(field), self._time(time)
+        if box is not None and len(box) == 2 and any(int(h) <= int(l) for l, h in zip(*box)):
+            box = ()  # an empty box (e.g. an empty level-view slice) still joins the collective
         if box is not None and len(box) == 0:
             _, scalar, comps = self._fields[field]
             arr = np.empty((0,) * self._ndim + ((comps,) if comps > 1 else ()), dtype=scalar)
@@ -72,6 +74,19 @@ class ParallelDataset(Dataset):
             arr = self._alloc(field, to_zyx(count, self._ndim), out)
         self.last_report = self._pcore.read_box(lo3, hi3, level, field, time, arr, method)
         return arr
+
+    def _getitem(self, key, field, time):
+        # Every rank must take part in the collective read, even with an empty selection.
+        from ._indexing import plan
+        lo, _, picks = plan(key, self.shape)
+        if lo is None:
+            self.read(box=(), field=field, time=time)
+        return super()._getitem(key, field, time) if lo is not None else self._empty(field, picks)
+
+    def _empty(self, field, picks):
+        _, scalar, comps = self._fields[self._field(field)]
+        shape = tuple(len(p) for p in picks if not isinstance(p, int)) + ((comps,) if comps > 1 else ())
+        return np.empty(shape, dtype=scalar)
 
     def write(self, array, offset=None, field=None, time=None):
         """Stage this rank's box (Local). The array is copied before returning; boxes of different ranks

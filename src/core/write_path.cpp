@@ -37,7 +37,7 @@ void copy_into_block(const hzorder::HzSpace& space, uint64_t block, Layout layou
 std::vector<uint64_t> Dataset::Impl::blocks_for(const Box& box, int min_level, int max_level) const {
   std::vector<uint64_t> blocks;
   const int bpb = idx_.bits_per_block;
-  if (min_level <= bpb) space_->blocks_in_box(box, std::min(max_level, bpb), blocks);
+  if (min_level <= bpb) space_->blocks_in_box(box, std::min(max_level, bpb), blocks, min_level);
   for (int h = std::max(bpb + 1, min_level); h <= max_level; ++h) space_->blocks_in_box(box, h, blocks);
   return blocks;
 }

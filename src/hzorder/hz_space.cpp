@@ -161,10 +161,10 @@ bool run_range_in_box(const Run& run, const Box& box, Point& lo, Point& hi) {
   return true;
 }
 
-void HzSpace::blocks_in_box(const Box& box, int level, std::vector<uint64_t>& out) const {
+void HzSpace::blocks_in_box(const Box& box, int level, std::vector<uint64_t>& out, int min_level) const {
   Point lo, hi;
   if (level <= bpb_) {
-    for (int h = 0; h <= level; ++h) {
+    for (int h = std::max(0, min_level); h <= level; ++h) {
       if (run_range_in_box(level_run(h), box, lo, hi)) {
         out.push_back(0);
         return;

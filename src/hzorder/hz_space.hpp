@@ -60,8 +60,8 @@ class HzSpace {
   // has one run per level 0..bpb; every other case is a single run.
   std::vector<Run> block_runs(uint64_t block, Layout layout) const;
   // Local, thread-safe. Appends to `out` the blocks of `level` holding at least one sample inside
-  // `box`, ascending. Level 0..bpb means block 0 (whose samples of levels <= `level` are tested).
-  void blocks_in_box(const Box& box, int level, std::vector<uint64_t>& out) const;
+  // `box`, ascending. Level 0..bpb means block 0, whose samples of levels [min_level, level] are tested.
+  void blocks_in_box(const Box& box, int level, std::vector<uint64_t>& out, int min_level = 0) const;
 
  private:
   // The per-axis deposit tables for index bits j in [0, nbits) that map to positions K = top - 1 - j.

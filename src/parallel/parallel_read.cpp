@@ -108,7 +108,7 @@ Status parallel_read(Dataset& dataset, MPI_Comm comm, size_t budget, const Box& 
     for (uint64_t b : blocks) wanted[{req[r].field, req[r].time, b}].push_back(r);
   }
   if (method == ReadMethod::kAuto) {
-    method = (size > 1 && asked >= 3 * static_cast<int64_t>(wanted.size()) / 2) ? ReadMethod::kTwoPhase : ReadMethod::kIndependent;
+    method = (size > 1 && 2 * asked >= 3 * static_cast<int64_t>(wanted.size())) ? ReadMethod::kTwoPhase : ReadMethod::kIndependent;
   }
   ReadReport local;
   ReadReport* rep = report ? report : &local;
