@@ -11,6 +11,7 @@ import numpy as np
 from . import _core
 from ._indexing import box_of_slices, plan, select
 from ._types import parse_dtype, to_xfirst, to_zyx
+from ._views import FieldView, LevelView, check_level as _level
 from .errors import InvalidArgumentError, NotFoundError
 
 
@@ -191,11 +192,11 @@ class Dataset:
 
         Only step-1 slices, ints and ``...`` are accepted; an int selects one plane and drops the axis.
         """
-        return _LevelView(self, _level(level, self.max_level), field, time)
+        return LevelView(self, _level(level, self.max_level), field, time)
 
     def field(self, name, time=None):
         """A view with the same slicing for another field (and optionally another timestep)."""
-        return _FieldView(self, self._field(name), time)
+        return FieldView(self, self._field(name), time)
 
     def progressive(self, box=None, field=None, time=None, levels=None):
         """Yield ``(level, array)`` coarse to fine; each step reads only blocks no earlier step read.
@@ -378,42 +379,3 @@ class Dataset:
         elif not self._core.closed:
             self._core.abandon()  # an exception inside the block: keep the last committed state
         return False
-
-
-def _level(level, max_level):
-    level = int(level)
-    if not 0 <= level <= max_level:
-        raise InvalidArgumentError(f"level {level} is outside [0, {max_level}]")
-    return level
-
-
-class _LevelView:
-    def __init__(self, ds, level, field, time):
-        self._ds, self._level, self._field, self._time = ds, level, field, time
-
-    def __getitem__(self, key):
-        lo, hi, dropped = box_of_slices(key, self._ds.shape, f"ds.level({self._level})[...]")
-        origin = self._ds.origin
-        lo = tuple(a + o for a, o in zip(lo, origin))
-        hi = tuple(a + o for a, o in zip(hi, origin))
-        arr = self._ds.read((lo, hi), level=self._level, field=self._field, time=self._time)
-        for a in reversed(dropped):
-            if arr.shape[a] == 0:
-                raise IndexError(f"plane {lo[a]} along axis {a} holds no samples of level {self._level}")
-            arr = np.take(arr, 0, axis=a)
-        return arr
-
-    @property
-    def shape(self):
-        return self._ds.level_shape(self._level)
-
-
-class _FieldView:
-    def __init__(self, ds, field, time):
-        self._ds, self._field, self._time = ds, field, time
-
-    def __getitem__(self, key):
-        return self._ds._getitem(key, field=self._field, time=self._time)
-
-    def level(self, level):
-        return _LevelView(self._ds, int(level), self._field, self._time)
