@@ -14,6 +14,7 @@ struct PhaseTimes {
   double hz = 0;           // HZ encoding (whole blocks on their owner, pieces on the aggregator)
   double aggregate = 0;    // moving pieces to aggregators (MPI collectives)
   double compress = 0;     // codecs, on the aggregators
+  double stats = 0;        // per-block statistics (min, max, count)
   double write = 0;        // data file writes and fsync
   double commit = 0;       // renames and the .idx
   double total = 0;

@@ -67,7 +67,7 @@ def create(path, shape, fields, bitmask=None, bits_per_block=None, blocks_per_fi
     durable : bool
         fsync data files and the .idx at each commit.
     threads : int
-        Encode/decode threads (0 = one per core; 1 is usual with one MPI rank per core).
+        Encode/decode threads (0 = one per core without ``comm``, one per rank with ``comm``).
     comm : mpi4py.MPI.Comm, optional
         Write collectively: every rank stages its own boxes, ``flush``/``close`` are Collective.
     placement : str
@@ -88,7 +88,7 @@ def create(path, shape, fields, bitmask=None, bits_per_block=None, blocks_per_fi
             int(blocks_per_file or 0), [int(t) for t in (times or [])], bool(overwrite))
     if comm is not None:
         from .parallel import create_parallel
-        return create_parallel(comm, *args, bool(durable), int(threads), placement, int(aggregator_count),
+        return create_parallel(comm, *args, bool(durable), int(threads) or 1, placement, int(aggregator_count),
                                int(aggregator_bytes), int(stats_sub_block_bits))
     core = _core.Dataset.create(args[0], list(reversed(shape)), *args[2:], bool(durable), int(threads),
                                 int(stats_sub_block_bits))
@@ -107,6 +107,6 @@ def open(path, mode="r", durable=True, threads=0, comm=None, placement="localize
         raise InvalidArgumentError(f"mode must be 'r' or 'r+', got {mode!r}")
     if comm is not None:
         from .parallel import open_parallel
-        return open_parallel(comm, os.fspath(path), mode == "r+", bool(durable), int(threads), placement,
+        return open_parallel(comm, os.fspath(path), mode == "r+", bool(durable), int(threads) or 1, placement,
                              int(aggregator_count), int(aggregator_bytes))
     return Dataset(_core.Dataset.open(os.fspath(path), mode == "r+", bool(durable), int(threads)))

@@ -54,6 +54,25 @@ void convert_layout(const hzorder::HzSpace& space, uint64_t block, Layout from, 
   }
 }
 
+stats::BlockStats stats_as_stored(const FieldCoding& field, const hzorder::HzSpace& space, int ndim, uint64_t block,
+                                  std::span<const std::byte> raw, std::span<const std::byte> payload,
+                                  const Box& dataset_box, int sub_block_bits) {
+  const bool lossy = field.codec.kind == codec::CodecKind::kZfp &&
+                     field.codec.zfp_encode.kind != codec::ZfpMode::Kind::kReversible;
+  if (lossy && !payload.empty()) {
+    std::vector<std::byte> decoded(raw.size());
+    const hzorder::Run grid = block_grid(space, block);
+    if (codec::decode_block(codec::CodecKind::kZfp, field.codec, field.dtype, ndim, {grid.ns[0], grid.ns[1], grid.ns[2]},
+                            payload, decoded).is_ok()) {
+      return stats::compute_block_stats(space, block, field.layout, decoded, field.dtype, dataset_box, sub_block_bits);
+    }
+    stats::BlockStats unknown;
+    unknown.block.count = stats::kUnknown;
+    return unknown;
+  }
+  return stats::compute_block_stats(space, block, field.layout, raw, field.dtype, dataset_box, sub_block_bits);
+}
+
 Result<uint32_t> encode_block(const FieldCoding& field, const hzorder::HzSpace& space, int ndim, uint64_t block,
                               std::span<const std::byte> raw, std::vector<std::byte>& payload) {
   uint32_t flags = static_cast<uint32_t>(field.codec.kind) | (field.layout == Layout::kRowMajor ? format::kFlagRowMajor : 0);

@@ -121,6 +121,11 @@ Result<std::optional<stats::BlockStats>> DataFiles::block_stats(int field, int64
   const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
   const size_t index = static_cast<size_t>(field) * static_cast<size_t>(idx_->blocks_per_file) +
                        static_cast<size_t>(format::slot_in_file(*idx_, static_cast<int64_t>(block)));
+  if (auto it = pending_.find(key); it != pending_.end() && it->second->entries[index].present()) {
+    const Pending& p = *it->second;  // written but not committed: what a read would see
+    if (!p.ready[index] || !p.stats[index]) return std::optional<stats::BlockStats>();
+    return std::optional<stats::BlockStats>(*p.stats[index]);
+  }
   HZIO_ASSIGN_OR_RETURN(Stored * s, stored(key, report));
   if (!s->exists || !s->entries[index].present()) return std::optional<stats::BlockStats>(stats::BlockStats{});
   HZIO_RETURN_IF_ERROR(load_stats(*s, report));
@@ -253,6 +258,7 @@ Status DataFiles::write_stats(Pending& p, Stored* old, const std::vector<format:
       else t.entries[i].block.count = stats::kUnknown;
     } else if (old && old->stats_loaded && old->stats) {
       t.entries[i] = old->stats->entries[i];
+      if (old->stats->sub_block_bits != stats_bits_) t.entries[i].parts.clear();  // other grain: parts unknown
     } else {
       t.entries[i].block.count = stats::kUnknown;  // copied from the old file without known statistics
     }

@@ -65,7 +65,10 @@ Status Dataset::Impl::check_box(const Box& box, const char* what) const {
 Status Dataset::Impl::commit() {
   HZIO_RETURN_IF_ERROR(flush_dirty());
   const bool new_time = !new_times_.empty();
-  if (!files_->has_pending() && !new_time) return Status::ok();
+  if (!files_->has_pending() && !new_time) {
+    last_report_ = WriteReport{};
+    return Status::ok();
+  }
   auto t0 = std::chrono::steady_clock::now();
   const int64_t files = static_cast<int64_t>(files_->pending_count());
   std::map<int64_t, std::vector<int64_t>> written;
@@ -91,7 +94,7 @@ Status Dataset::Impl::commit() {
   r.max = pending_times_;
   r.max.write += seconds(t0, t1);
   r.max.commit = seconds(t1, std::chrono::steady_clock::now());
-  r.max.total = r.max.restructure + r.max.hz + r.max.compress + r.max.write + r.max.commit;
+  r.max.total = r.max.restructure + r.max.hz + r.max.compress + r.max.stats + r.max.write + r.max.commit;
   r.mean = r.max;
   for (auto& l : pending_levels_) {
     if (l.blocks == 0) continue;

@@ -64,7 +64,7 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
   std::vector<char> kind(raw.size());  // 0 whole block, 1 partial (to hold), 2 merged into a held block
   std::vector<std::pair<std::shared_ptr<io::File>, uint64_t>> where(raw.size());
   std::vector<Status> errors(raw.size());
-  std::vector<double> hz_s(raw.size()), zip_s(raw.size()), write_s(raw.size());
+  std::vector<double> hz_s(raw.size()), zip_s(raw.size()), write_s(raw.size()), stats_s(raw.size());
   std::vector<stats::BlockStats> st(raw.size());
   pending_bytes_ += static_cast<int64_t>(box.sample_count() * fc.dtype.bytes());
   auto fail = [&](const Status& s) {
@@ -72,6 +72,7 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
     files_->abort();
     dirty_.clear();
     dirty_bytes_ = 0;
+    new_times_.clear();
     return Status(s.code(), s.message() + " (uncommitted writes to " + path_ + " were discarded)");
   };
   for (size_t start = 0; start < blocks.size(); start += batch) {
@@ -112,10 +113,12 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
       copy_into_block(*space_, b, fc.layout, box, src, raw[i].data());
       const double t1 = now();
       hz_s[i] = t1 - t0;
-      zip_s[i] = write_s[i] = 0;
+      zip_s[i] = write_s[i] = stats_s[i] = 0;
       if (kind[i] == 1) return;
-      st[i] = stats::compute_block_stats(*space_, b, fc.layout, raw[i], fc.dtype, idx_.box, files_->stats_bits());
       if (raw_codec) {
+        const double ts = now();
+        st[i] = stats::compute_block_stats(*space_, b, fc.layout, raw[i], fc.dtype, idx_.box, files_->stats_bits());
+        stats_s[i] = now() - ts;
         const double t2 = now();
         errors[i] = where[i].first->write_at(where[i].second, raw[i]);
         files_->finish_reserved(field, time, b, &st[i]);
@@ -126,7 +129,10 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
       auto f = core::encode_block(fc, *space_, idx_.ndim, b, raw[i], payload[i]);
       if (!f.is_ok()) errors[i] = f.status();
       else flags[i] = f.value();
-      zip_s[i] = now() - t1;
+      const double ts = now();
+      zip_s[i] = ts - t1;
+      st[i] = core::stats_as_stored(fc, *space_, idx_.ndim, b, raw[i], payload[i], idx_.box, files_->stats_bits());
+      stats_s[i] = now() - ts;
     });
     for (size_t i = 0; i < n; ++i) {
       if (!errors[i].is_ok()) return fail(errors[i]);
@@ -138,6 +144,7 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
         continue;
       }
       pending_times_.compress += zip_s[i];
+      pending_times_.stats += stats_s[i];
       if (raw_codec) {
         note_block(b, static_cast<int64_t>(bytes), hz_s[i], write_s[i]);
         continue;
@@ -158,17 +165,19 @@ Status Dataset::Impl::flush_dirty() {
   std::vector<std::vector<std::byte>> payload(keys.size());
   std::vector<uint32_t> flags(keys.size());
   std::vector<Status> errors(keys.size());
-  std::vector<double> zip_s(keys.size());
+  std::vector<double> zip_s(keys.size()), stats_s(keys.size());
   std::vector<stats::BlockStats> st(keys.size());
   pool_.parallel_for(keys.size(), [&](size_t i) {
     const auto& [field, time, b] = keys[i];
-    st[i] = stats::compute_block_stats(*space_, b, coding_[field].layout, dirty_[keys[i]], coding_[field].dtype, idx_.box,
-                                       files_->stats_bits());
     const double t0 = now();
     auto f = core::encode_block(coding_[field], *space_, idx_.ndim, b, dirty_[keys[i]], payload[i]);
     if (f.is_ok()) flags[i] = f.value();
     else errors[i] = f.status();
-    zip_s[i] = now() - t0;
+    const double t1 = now();
+    zip_s[i] = t1 - t0;
+    st[i] = core::stats_as_stored(coding_[field], *space_, idx_.ndim, b, dirty_[keys[i]], payload[i], idx_.box,
+                                  files_->stats_bits());
+    stats_s[i] = now() - t1;
   });
   for (size_t i = 0; i < keys.size(); ++i) {
     HZIO_RETURN_IF_ERROR(errors[i]);
@@ -176,6 +185,7 @@ Status Dataset::Impl::flush_dirty() {
     const double t0 = now();
     HZIO_RETURN_IF_ERROR(files_->append(field, time, b, payload[i], flags[i], &st[i]));
     pending_times_.compress += zip_s[i];
+    pending_times_.stats += stats_s[i];
     note_block(b, static_cast<int64_t>(payload[i].size()), 0, now() - t0);
   }
   dirty_.clear();

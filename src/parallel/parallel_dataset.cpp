@@ -90,7 +90,7 @@ Result<std::unique_ptr<ParallelDataset>> ParallelDataset::open(MPI_Comm comm, co
   HZIO_ASSIGN_OR_RETURN(auto impl, make_impl(comm, parallel));
   auto ds = Dataset::open(path, {.writable = writable, .durable = parallel.durable, .threads = parallel.threads});
   Status s = ds.status();
-  if (ds.is_ok() && ds.value()->impl().idx_.interleave > 1) s = unsupported("parallel writes of interleaved datasets");
+  if (writable && ds.is_ok() && ds.value()->impl().idx_.interleave > 1) s = unsupported("parallel writes of interleaved datasets");
   HZIO_RETURN_IF_ERROR(agree(impl->comm, s));
   impl->dataset = std::move(ds).value();
   return std::unique_ptr<ParallelDataset>(new ParallelDataset(std::move(impl)));
@@ -288,12 +288,12 @@ WriteReport ParallelDataset::Impl::reduce(const parallel::WritePlan& plan, const
   r.bytes = bytes;
   r.files = plan.files;
   const PhaseTimes& p = t.phases;
-  double local[7] = {p.restructure, p.hz, p.aggregate, p.compress, p.write, p.commit, p.total};
-  double mx[7], sum[7];
-  MPI_Allreduce(local, mx, 7, MPI_DOUBLE, MPI_MAX, comm);
-  MPI_Allreduce(local, sum, 7, MPI_DOUBLE, MPI_SUM, comm);
+  double local[8] = {p.restructure, p.hz, p.aggregate, p.compress, p.stats, p.write, p.commit, p.total};
+  double mx[8], sum[8];
+  MPI_Allreduce(local, mx, 8, MPI_DOUBLE, MPI_MAX, comm);
+  MPI_Allreduce(local, sum, 8, MPI_DOUBLE, MPI_SUM, comm);
   auto fill = [](PhaseTimes& out, const double* v, double scale) {
-    out = {v[0] * scale, v[1] * scale, v[2] * scale, v[3] * scale, v[4] * scale, v[5] * scale, v[6] * scale};
+    out = {v[0] * scale, v[1] * scale, v[2] * scale, v[3] * scale, v[4] * scale, v[5] * scale, v[6] * scale, v[7] * scale};
   };
   fill(r.max, mx, 1.0);
   fill(r.mean, sum, 1.0 / size);

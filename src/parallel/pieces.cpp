@@ -184,7 +184,7 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
   std::vector<std::vector<std::byte>> raw(n), payload(n);
   std::vector<uint32_t> flags(n);
   std::vector<Status> errors(n);
-  std::vector<double> hz(n), zip(n), wr(n);
+  std::vector<double> hz(n), zip(n), wr(n), sts(n);
   std::vector<stats::BlockStats> st(n);
   ds.pool_.parallel_for(n, [&](size_t i) {
     const int field = static_cast<int>(entries[i] / bpf);
@@ -203,8 +203,9 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
     hz[i] = t1 - t0;
     if (!errors[i].is_ok()) return;
     const std::span<const std::byte> bytes(data, ds.block_bytes(field));
-    st[i] = stats::compute_block_stats(*ds.space_, block, fc.layout, bytes, fc.dtype, ds.idx_.box, ds.files_->stats_bits());
     if (raw_codec[i]) {
+      st[i] = stats::compute_block_stats(*ds.space_, block, fc.layout, bytes, fc.dtype, ds.idx_.box, ds.files_->stats_bits());
+      sts[i] = now() - t1;
       const double t2 = now();
       errors[i] = where[i].first->write_at(where[i].second, bytes);
       ds.files_->finish_reserved(field, chunk.time, block, &st[i]);
@@ -214,7 +215,10 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
     auto f = core::encode_block(fc, *ds.space_, ds.idx_.ndim, block, bytes, payload[i]);
     if (f.is_ok()) flags[i] = f.value();
     else errors[i] = f.status();
-    zip[i] = now() - t1;
+    const double t2 = now();
+    zip[i] = t2 - t1;
+    st[i] = core::stats_as_stored(fc, *ds.space_, ds.idx_.ndim, block, bytes, payload[i], ds.idx_.box, ds.files_->stats_bits());
+    sts[i] = now() - t2;
   });
   for (size_t i = 0; i < n; ++i) {
     HZIO_RETURN_IF_ERROR(errors[i]);
@@ -232,6 +236,7 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
     times.phases.write += dt;
     times.phases.hz += hz[i];
     times.phases.compress += zip[i];
+    times.phases.stats += sts[i];
     times.level_hz[level] += hz[i];
     times.level_write[level] += dt;
     times.level_blocks[level] += 1;

@@ -14,7 +14,7 @@ std::string num(double v) {
 
 std::string phases(const PhaseTimes& p) {
   return "{\"restructure\": " + num(p.restructure) + ", \"hz\": " + num(p.hz) + ", \"aggregate\": " + num(p.aggregate) +
-         ", \"compress\": " + num(p.compress) + ", \"write\": " + num(p.write) + ", \"commit\": " + num(p.commit) +
+         ", \"compress\": " + num(p.compress) + ", \"stats\": " + num(p.stats) + ", \"write\": " + num(p.write) + ", \"commit\": " + num(p.commit) +
          ", \"total\": " + num(p.total) + "}";
 }
 
