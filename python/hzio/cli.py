@@ -145,7 +145,8 @@ def _add_query(sub):
     p.add_argument("dataset", metavar="DATASET", help="the .idx file")
     _add_selection(p, all_by_default=False)
     p.add_argument("--range", metavar=("LO", "HI"), nargs=2, type=float, required=True,
-                   help="inclusive value range")
+                   help="inclusive value range (write negative bounds as plain decimals, e.g. -1000000: argparse "
+                        "takes -1e6 for an option)")
     p.add_argument("--level", metavar="H", type=int, help="resolution level (default: max_level, full resolution)")
     p.add_argument("--box", metavar="z0:z1,y0:y1,x0:x1",
                    help="box in [z, y, x] order with exclusive ends; ':' (or an empty bound) means the whole axis")
