@@ -133,11 +133,16 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     return plan.chunks[static_cast<size_t>(a)].aggregator < plan.chunks[static_cast<size_t>(b)].aggregator;
   });
-  std::vector<std::byte> send;
+  // (chunk, staged box, block) triples in send order; sized first so the buffer is allocated once.
+  struct Item {
+    const Staged* staged;
+    uint64_t block;
+  };
+  std::vector<Item> items;
   std::vector<int64_t> sdispl64(static_cast<size_t>(size) + 1, 0);
-  size_t next = 0;
+  size_t next = 0, total = 0;
   for (int r = 0; r < size; ++r) {
-    sdispl64[static_cast<size_t>(r)] = static_cast<int64_t>(send.size());
+    sdispl64[static_cast<size_t>(r)] = static_cast<int64_t>(total);
     for (; next < order.size() && plan.chunks[static_cast<size_t>(order[next])].aggregator == r; ++next) {
       const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(order[next])];
       for (const Staged& s : staged) {
@@ -146,15 +151,24 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
           const int64_t e = s.field * d.idx_.blocks_per_file + format::slot_in_file(d.idx_, static_cast<int64_t>(b));
           if (format::first_block_of_file(d.idx_, static_cast<int64_t>(b)) == chunk.first_block &&
               e >= chunk.entry_begin && e < chunk.entry_end) {
-            parallel::append_record(d, s.field, s.time, s.box, s.data.data(), b, send, t);
+            items.push_back({&s, b});
+            total += parallel::record_bytes(d, s.field, s.box, b);
           }
         }
       }
     }
   }
-  sdispl64[static_cast<size_t>(size)] = static_cast<int64_t>(send.size());
+  // Uninitialized storage: every byte is written by write_record, so no zero fill pass.
+  std::unique_ptr<std::byte[]> send(new std::byte[std::max<size_t>(total, 1)]);
+  size_t filled = 0;
+  for (const Item& it : items) {
+    parallel::write_record(d, it.staged->field, it.staged->time, it.staged->box, it.staged->data.data(), it.block,
+                           send.get() + filled, t);
+    filled += parallel::record_bytes(d, it.staged->field, it.staged->box, it.block);
+  }
+  sdispl64[static_cast<size_t>(size)] = static_cast<int64_t>(total);
   const double t0 = now();
-  Status too_big = send.size() > static_cast<size_t>(INT_MAX)
+  Status too_big = total > static_cast<size_t>(INT_MAX)
                        ? unsupported("a round sends more than 2 GiB from one rank; lower aggregator_bytes")
                        : Status::ok();
   HZIO_RETURN_IF_ERROR(agree(comm, too_big));
@@ -173,13 +187,13 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
   Status overflow = rtotal > INT_MAX ? unsupported("a round moves more than 2 GiB into one rank; lower aggregator_bytes")
                                      : Status::ok();
   HZIO_RETURN_IF_ERROR(agree(comm, overflow));
-  std::vector<std::byte> recv(static_cast<size_t>(rtotal));
-  MPI_Alltoallv(send.data(), send_counts.data(), sdispl.data(), MPI_BYTE, recv.data(), recv_counts.data(), rdispl.data(),
+  std::unique_ptr<std::byte[]> recv(new std::byte[std::max<int64_t>(rtotal, 1)]);
+  MPI_Alltoallv(send.get(), send_counts.data(), sdispl.data(), MPI_BYTE, recv.get(), recv_counts.data(), rdispl.data(),
                 MPI_BYTE, comm);
-  send = {};
+  send.reset();
   t.phases.aggregate += now() - t0;
   std::vector<parallel::Record> records;
-  Status s = parallel::parse_records(recv, records);
+  Status s = parallel::parse_records(std::span<const std::byte>(recv.get(), static_cast<size_t>(rtotal)), records);
   for (int c : round) {
     const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(c)];
     if (s.is_ok() && chunk.aggregator == rank) s = parallel::write_chunk(d, chunk, records, t);

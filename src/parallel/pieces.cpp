@@ -39,17 +39,17 @@ void gather_subgrid(const hzorder::Run& g, const Point& lo, const Point& hi, con
     }
 }
 
-void put_record(std::vector<std::byte>& out, const PieceHeader& h, size_t* data_at) {
-  const size_t at = out.size();
-  out.resize(at + sizeof(PieceHeader) + ((h.bytes + 7) & ~uint64_t{7}));
-  std::memcpy(out.data() + at, &h, sizeof h);
-  *data_at = at + sizeof(PieceHeader);
+std::byte* put_record(std::byte* out, const PieceHeader& h) {
+  std::memcpy(out, &h, sizeof h);
+  const uint64_t padded = (h.bytes + 7) & ~uint64_t{7};
+  if (padded > h.bytes) std::memset(out + sizeof h + h.bytes, 0, padded - h.bytes);  // deterministic padding
+  return out + sizeof h;
 }
 
 }  // namespace
 
-void append_record(const Dataset::Impl& ds, int field, int64_t time, const Box& box, const std::byte* data,
-                   uint64_t block, std::vector<std::byte>& out, FlushTimes& times) {
+void write_record(const Dataset::Impl& ds, int field, int64_t time, const Box& box, const std::byte* data,
+                  uint64_t block, std::byte* out, FlushTimes& times) {
   const double t0 = now();
   const auto& fc = ds.coding_[field];
   const hzorder::Run g = core::block_grid(*ds.space_, block);
@@ -60,12 +60,10 @@ void append_record(const Dataset::Impl& ds, int field, int64_t time, const Box& 
   h.field = field;
   h.time = time;
   h.block = block;
-  size_t at = 0;
   if (lo == dlo && hi == dhi) {  // this rank holds every real sample of the block: encode it here
     h.whole = 1;
     h.bytes = ds.block_bytes(field);
-    put_record(out, h, &at);
-    std::byte* dst = out.data() + at;
+    std::byte* dst = put_record(out, h);
     if (range_count(dlo, dhi) < ds.idx_.samples_per_block()) {
       hzorder::fill_samples(dst, static_cast<size_t>(ds.idx_.samples_per_block()), fc.dtype, fc.default_value);
     }
@@ -83,9 +81,18 @@ void append_record(const Dataset::Impl& ds, int field, int64_t time, const Box& 
     h.hi[a] = hi[a];
   }
   h.bytes = static_cast<uint64_t>(range_count(lo, hi)) * fc.dtype.bytes();
-  put_record(out, h, &at);
-  gather_subgrid(g, lo, hi, box, data, fc.dtype.bytes(), out.data() + at);
+  gather_subgrid(g, lo, hi, box, data, fc.dtype.bytes(), put_record(out, h));
   times.phases.restructure += now() - t0;
+}
+
+size_t record_bytes(const Dataset::Impl& ds, int field, const Box& box, uint64_t block) {
+  const hzorder::Run g = core::block_grid(*ds.space_, block);
+  Point lo, hi, dlo, dhi;
+  grid_range(g, box, lo, hi);
+  grid_range(g, ds.idx_.box, dlo, dhi);
+  const uint64_t data = (lo == dlo && hi == dhi) ? ds.block_bytes(field)
+                                                 : static_cast<uint64_t>(range_count(lo, hi)) * ds.coding_[field].dtype.bytes();
+  return sizeof(PieceHeader) + ((data + 7) & ~uint64_t{7});
 }
 
 Status parse_records(std::span<const std::byte> buffer, std::vector<Record>& out) {

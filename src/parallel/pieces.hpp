@@ -39,8 +39,12 @@ struct FlushTimes {
 
 // Local. Appends the record for the samples of `block` inside the staged array `data` (covering `box`).
 // Whole blocks are HZ-encoded here with the core kernel; `times` gets restructure and hz seconds.
-void append_record(const Dataset::Impl& ds, int field, int64_t time, const Box& box, const std::byte* data,
-                   uint64_t block, std::vector<std::byte>& out, FlushTimes& times);
+// Writes exactly record_bytes(...) bytes at `out`.
+void write_record(const Dataset::Impl& ds, int field, int64_t time, const Box& box, const std::byte* data,
+                  uint64_t block, std::byte* out, FlushTimes& times);
+
+// Local. The bytes append_record will add for (box, block): lets the send buffer be sized once.
+size_t record_bytes(const Dataset::Impl& ds, int field, const Box& box, uint64_t block);
 
 // Local. Splits an exchange buffer into records. Errors: kInternal on a malformed buffer.
 Status parse_records(std::span<const std::byte> buffer, std::vector<Record>& out);
