@@ -7,13 +7,14 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
-#include "binding_errors.hpp"
+#include "binding_util.hpp"
 #include "hzio/dataset.hpp"
 
 namespace nb = nanobind;
 using namespace hzio;
 using hzio::bindings::check;
 using hzio::bindings::HzioError;
+using hzio::bindings::report_dict;
 using hzio::bindings::take;
 
 #ifdef HZIO_WITH_MPI
@@ -27,16 +28,6 @@ Point point(const Triple& t) { return {std::get<0>(t), std::get<1>(t), std::get<
 Triple triple(const Point& p) { return {p[0], p[1], p[2]}; }
 Box box(const Triple& lo, const Triple& hi) { return Box{point(lo), point(hi)}; }
 
-nb::dict report_dict(const ReadReport& r) {
-  nb::dict d;
-  d["files_opened"] = r.files_opened;
-  d["blocks_read"] = r.blocks_read;
-  d["blocks_missing"] = r.blocks_missing;
-  d["bytes_read"] = r.bytes_read;
-  d["min_bytes"] = r.min_bytes;
-  d["method"] = r.method;
-  return d;
-}
 
 using Buffer = nb::ndarray<nb::c_contig, nb::device::cpu>;
 using ReadOnly = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;

@@ -8,7 +8,7 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
-#include "binding_errors.hpp"
+#include "binding_util.hpp"
 #include "hzio/parallel.hpp"
 
 namespace nb = nanobind;
@@ -86,14 +86,7 @@ void bind_parallel(nb::module_& m) {
           nb::gil_scoped_release release;
           check(d.read_box(box(lo, hi), level, field, time, ptr, n, &r, m));
         }
-        nb::dict rep;
-        rep["files_opened"] = r.files_opened;
-        rep["blocks_read"] = r.blocks_read;
-        rep["blocks_missing"] = r.blocks_missing;
-        rep["bytes_read"] = r.bytes_read;
-        rep["min_bytes"] = r.min_bytes;
-        rep["method"] = r.method;
-        return rep;
+        return hzio::bindings::report_dict(r);
       })
       .def_prop_ro("dataset", &ParallelDataset::dataset, nb::rv_policy::reference_internal)
       .def("write_box", [](ParallelDataset& d, Triple lo, Triple hi, const std::string& field, int64_t time,
