@@ -96,7 +96,7 @@ Result<std::optional<BlockLocation>> DataFiles::locate(int field, int64_t time, 
   }
   HZIO_ASSIGN_OR_RETURN(Stored * s, stored(key, report));
   if (!s->exists || !s->entries[index].present()) return std::optional<BlockLocation>();
-  return std::optional<BlockLocation>(BlockLocation{s->entries[index], s->file});
+  return std::optional<BlockLocation>(BlockLocation{s->entries[index], s->file, true});
 }
 
 Status DataFiles::load_stats(Stored& s, ReadReport* report) {

@@ -24,6 +24,7 @@ namespace hzio::core {
 struct BlockLocation {
   format::BlockEntry entry;
   std::shared_ptr<const io::File> file;
+  bool committed = false;  // in a committed data file (not a write log that may still grow)
 };
 
 class DataFiles {

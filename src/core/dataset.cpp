@@ -294,6 +294,7 @@ Status Dataset::close() {
   if (impl_->closed_) return invalid_argument("dataset " + impl_->path_ + " is closed");
   Status s = impl_->options_.writable ? impl_->commit() : Status::ok();
   if (!s.is_ok()) impl_->files_->abort();
+  impl_->files_->forget_stored();  // release file handles and mappings now, not when the object dies
   impl_->closed_ = true;
   return s;
 }

@@ -104,6 +104,15 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
     if (keep && b == 0 && keep->blocks.count(0)) {
       layout = keep->blocks[0].first;
       data = keep->blocks[0].second.data();
+    } else if (where[i] && where[i]->committed && (where[i]->entry.flags & 0xF) == 0 && where[i]->entry.size == bytes &&
+               !(keep && b == 0) && where[i]->file->map_readonly() &&
+               where[i]->entry.offset + bytes <= where[i]->file->mapped_bytes()) {
+      // A raw block of a committed file: place it straight from the page cache (one pass, no copy).
+      layout = (where[i]->entry.flags & format::kFlagRowMajor) ? Layout::kRowMajor : Layout::kHzOrder;
+      data = where[i]->file->map_readonly() + where[i]->entry.offset;
+      mine.bytes_read += where[i]->entry.size;
+      read += 1;
+      min_bytes += where[i]->entry.size;
     } else if (where[i]) {
       buffer.resize(bytes);
       auto l = core::load_block(*where[i], fc, *space_, idx_.ndim, b, scratch, buffer, &mine);

@@ -2,6 +2,7 @@
 #include "io/posix_file.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,6 +35,7 @@ Status sync_dir(const std::string& dir) {
 
 File::~File() { (void)close(); }
 
+// Moves happen only before a file is shared (mapping is done later through shared pointers).
 File::File(File&& o) noexcept : fd_(o.fd_), path_(std::move(o.path_)) { o.fd_ = -1; }
 
 File& File::operator=(File&& o) noexcept {
@@ -44,6 +46,19 @@ File& File::operator=(File&& o) noexcept {
     o.fd_ = -1;
   }
   return *this;
+}
+
+const std::byte* File::map_readonly() const {
+  std::call_once(map_once_, [this] {
+    struct stat st;
+    if (fd_ < 0 || ::fstat(fd_, &st) != 0 || st.st_size <= 0) return;
+    void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd_, 0);
+    if (p == MAP_FAILED) return;
+    ::madvise(p, static_cast<size_t>(st.st_size), MADV_WILLNEED);
+    map_ = p;
+    map_bytes_ = static_cast<size_t>(st.st_size);
+  });
+  return static_cast<const std::byte*>(map_);
 }
 
 Result<File> File::open(const std::string& path, Mode mode) {
@@ -114,6 +129,10 @@ void File::advise_willneed(uint64_t offset, uint64_t length) const {
 }
 
 Status File::close() {
+  if (map_) {
+    ::munmap(map_, map_bytes_);
+    map_ = nullptr;
+  }
   if (fd_ < 0) return Status::ok();
   int rc = ::close(fd_);
   fd_ = -1;

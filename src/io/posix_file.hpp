@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <span>
 #include <string>
 
@@ -43,10 +44,17 @@ class File {
   // Local. Asks the kernel to start reading a range into the page cache now (a hint; never fails).
   void advise_willneed(uint64_t offset, uint64_t length) const;
   Status close();
+  // Local, thread-safe. A read-only mapping of the whole file (valid while this object lives; the
+  // file must not shrink meanwhile), or nullptr if mapping failed. Mapped once, on first use.
+  const std::byte* map_readonly() const;
+  size_t mapped_bytes() const { return map_bytes_; }
 
  private:
   int fd_ = -1;
   std::string path_;
+  mutable std::once_flag map_once_;
+  mutable void* map_ = nullptr;
+  mutable size_t map_bytes_ = 0;
 };
 
 // Local. Reads a whole (small) file such as a .idx. Errors: kNotFound, kIo, kFormat if above max_bytes.
