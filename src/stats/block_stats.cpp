@@ -27,6 +27,54 @@ double up(T v) {
   return d;
 }
 
+// Explicit SIMD min/max for the common case (one component, no padding, float or double): GCC vector
+// types, with an AVX2 clone picked at load time on CPUs that have it. (v < m ? v : m) is what the min
+// instructions compute, so NaN samples never win.
+template <class V, class T>
+inline void minmax_vec(const T* v, uint64_t n, T& lo, T& hi) {
+  constexpr uint64_t kW = sizeof(V) / sizeof(T);
+  V mn, mx;
+  for (uint64_t l = 0; l < kW; ++l) {
+    mn[l] = std::numeric_limits<T>::infinity();
+    mx[l] = -std::numeric_limits<T>::infinity();
+  }
+  uint64_t i = 0;
+  for (; i + 4 * kW <= n; i += 4 * kW) {
+    V a, b, c, d;
+    std::memcpy(&a, v + i, sizeof a);
+    std::memcpy(&b, v + i + kW, sizeof b);
+    std::memcpy(&c, v + i + 2 * kW, sizeof c);
+    std::memcpy(&d, v + i + 3 * kW, sizeof d);
+    mn = a < mn ? a : mn;
+    mx = a > mx ? a : mx;
+    mn = b < mn ? b : mn;
+    mx = b > mx ? b : mx;
+    mn = c < mn ? c : mn;
+    mx = c > mx ? c : mx;
+    mn = d < mn ? d : mn;
+    mx = d > mx ? d : mx;
+  }
+  for (uint64_t l = 0; l < kW; ++l) {
+    lo = mn[l] < lo ? mn[l] : lo;
+    hi = mx[l] > hi ? mx[l] : hi;
+  }
+  for (; i < n; ++i) {
+    lo = v[i] < lo ? v[i] : lo;
+    hi = v[i] > hi ? v[i] : hi;
+  }
+}
+
+typedef float F8 __attribute__((vector_size(32)));
+typedef double D4 __attribute__((vector_size(32)));
+
+__attribute__((target_clones("avx2", "default"))) void minmax_f32(const float* v, uint64_t n, float& lo, float& hi) {
+  minmax_vec<F8>(v, n, lo, hi);
+}
+
+__attribute__((target_clones("avx2", "default"))) void minmax_f64(const double* v, uint64_t n, double& lo, double& hi) {
+  minmax_vec<D4>(v, n, lo, hi);
+}
+
 // Min/max of component c over indices [begin, end) where mask (if any) is set.
 template <class T>
 void reduce(const T* v, int comps, int c, uint64_t begin, uint64_t end, const std::vector<char>* mask, RangeStats& out) {
@@ -35,6 +83,16 @@ void reduce(const T* v, int comps, int c, uint64_t begin, uint64_t end, const st
   for (int l = 0; l < kLanes; ++l) {
     mn[l] = std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
     mx[l] = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+  }
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (!mask && comps == 1) {
+      T lo = std::numeric_limits<T>::infinity(), hi = -std::numeric_limits<T>::infinity();
+      if constexpr (std::is_same_v<T, float>) minmax_f32(v + begin, end - begin, lo, hi);
+      else minmax_f64(v + begin, end - begin, lo, hi);
+      out.min[c] = lo;
+      out.max[c] = hi;
+      return;
+    }
   }
   uint64_t i = begin;
   if (!mask && comps == 1) {
