@@ -66,10 +66,10 @@ void copy_any(const Plan& p, std::byte* block, const ArrayView& a, size_t s, boo
   }
 }
 
-// A whole HZ run: walk the block in index order and reach the array through per-index-bit byte
+// Encoding a whole HZ run: walk the block in index order and gather from the array through per-index-bit byte
 // weights, split into a 64-entry table for the low bits (a small neighbourhood, cache-resident)
 // and a table for the high bits. Sequential on the block side, local on the array side.
-template <size_t S, Direction D>
+template <size_t S>
 void copy_hz_whole(const Run& run, const Plan& p, std::byte* block, const ArrayView& a) {
   const auto& bits = run.luts->index_bits;
   const int nbits = static_cast<int>(bits.size());
@@ -96,22 +96,18 @@ void copy_hz_whole(const Run& run, const Plan& p, std::byte* block, const ArrayV
       for (int64_t v = h; v; v &= v - 1) hi_off += weight(lo_bits + __builtin_ctzll(static_cast<unsigned long long>(v)));
     }
     std::byte* arr = base + hi_off;
-    for (int64_t i = 0; i < lo_n; ++i, b += S) {
-      if constexpr (D == Direction::kArrayToBlock) std::memcpy(b, arr + lo_off[i], S);
-      else std::memcpy(arr + lo_off[i], b, S);
-    }
+    for (int64_t i = 0; i < lo_n; ++i, b += S) std::memcpy(b, arr + lo_off[i], S);
   }
 }
 
-template <Direction D>
 bool dispatch_whole(const Run& run, const Plan& p, std::byte* block, const ArrayView& a) {
   switch (a.sample_bytes) {
-    case 1: copy_hz_whole<1, D>(run, p, block, a); return true;
-    case 2: copy_hz_whole<2, D>(run, p, block, a); return true;
-    case 4: copy_hz_whole<4, D>(run, p, block, a); return true;
-    case 8: copy_hz_whole<8, D>(run, p, block, a); return true;
-    case 12: copy_hz_whole<12, D>(run, p, block, a); return true;
-    case 16: copy_hz_whole<16, D>(run, p, block, a); return true;
+    case 1: copy_hz_whole<1>(run, p, block, a); return true;
+    case 2: copy_hz_whole<2>(run, p, block, a); return true;
+    case 4: copy_hz_whole<4>(run, p, block, a); return true;
+    case 8: copy_hz_whole<8>(run, p, block, a); return true;
+    case 12: copy_hz_whole<12>(run, p, block, a); return true;
+    case 16: copy_hz_whole<16>(run, p, block, a); return true;
     default: return false;
   }
 }
@@ -145,11 +141,7 @@ int64_t copy_run(const Run& run, const Box& clip, std::byte* block, const ArrayV
   // gathers from the array; decoding walks the array rows and gathers from the (cache-resident) block.
   const bool whole = direction == Direction::kArrayToBlock && !run.luts->index_bits.empty() &&
                      p.lo == Point{0, 0, 0} && p.hi == run.ns;
-  if (whole) {
-    const bool done = direction == Direction::kArrayToBlock ? dispatch_whole<Direction::kArrayToBlock>(run, p, block, array)
-                                                            : dispatch_whole<Direction::kBlockToArray>(run, p, block, array);
-    if (done) return run.ns[0] * run.ns[1] * run.ns[2];
-  }
+  if (whole && dispatch_whole(run, p, block, array)) return run.ns[0] * run.ns[1] * run.ns[2];
   const bool rows_contiguous = run.luts->x_is_identity && p.array_step[0] == 1;
   if (direction == Direction::kArrayToBlock) dispatch<Direction::kArrayToBlock>(p, block, array, rows_contiguous);
   else dispatch<Direction::kBlockToArray>(p, block, array, rows_contiguous);
