@@ -79,9 +79,14 @@ Status ProgressiveRead::next(void* out_void, size_t out_bytes, ReadReport* repor
   }
   ReadReport local;
   HZIO_RETURN_IF_ERROR(s.ds->read_box(s.box, level, min_level, s.field, s.time, out, report ? report : &local, &s.keep));
+  ++s.step;
+  if (done()) {  // the last step needs no copy for a next one
+    s.prev = {};
+    s.keep.blocks.clear();
+    return Status::ok();
+  }
   s.prev.assign(out, out + out_bytes);
   s.prev_grid = grid;
-  ++s.step;
   return Status::ok();
 }
 

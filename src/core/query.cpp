@@ -155,16 +155,17 @@ Status Dataset::query(const Box& box, int level, std::string_view field, int64_t
   HZIO_RETURN_IF_ERROR(first_error);
   result->report = io;
   result->blocks_skipped = skipped;
+  if (want_mask) {  // a mask needs no ordering
+    result->mask.assign(static_cast<size_t>(grid.sample_count()), 0);
+    for (const Hits& h : hits)
+      for (int64_t lin : h.linear) result->mask[static_cast<size_t>(lin)] = 1;
+    return Status::ok();
+  }
   // Merge in C order of the level grid, the order NumPy's nonzero() gives.
   std::vector<std::pair<int64_t, const std::byte*>> all;
   for (const Hits& h : hits)
     for (size_t k = 0; k < h.linear.size(); ++k) all.push_back({h.linear[k], h.values.data() + k * sb});
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  if (want_mask) {
-    result->mask.assign(static_cast<size_t>(grid.sample_count()), 0);
-    for (const auto& [lin, v] : all) result->mask[static_cast<size_t>(lin)] = 1;
-    return Status::ok();
-  }
   result->points.reserve(all.size() * 3);
   result->values.reserve(all.size() * sb);
   for (const auto& [lin, v] : all) {
