@@ -32,6 +32,10 @@ hzio_status hzio_pdataset_open(MPI_Comm comm, const char* path, int writable, co
 /* Local. Stages this rank's box; copies `data`. */
 hzio_status hzio_pdataset_write_box(hzio_pdataset* ds, const int64_t lo[3], const int64_t hi[3], const char* field,
                                     int64_t time, const void* data, size_t size);
+/* Local. As hzio_pdataset_write_box without the copy: `data` must stay valid and unchanged until the next
+ * hzio_pdataset_flush or hzio_pdataset_close returns. */
+hzio_status hzio_pdataset_write_box_borrowed(hzio_pdataset* ds, const int64_t lo[3], const int64_t hi[3],
+                                             const char* field, int64_t time, const void* data, size_t size);
 /* Collective. Writes every staged box and commits. If report_json is not NULL, up to report_size bytes of the
  * write report (JSON, NUL-terminated) are copied there. */
 hzio_status hzio_pdataset_flush(hzio_pdataset* ds, char* report_json, size_t report_size);

@@ -51,6 +51,10 @@ class ParallelDataset {
   // Local. Stages a box of this rank; copies `data` (the buffer may be reused at once). Boxes of different
   // ranks must not overlap. Errors: kInvalidArgument (box, size, field, time), as Dataset::write_box.
   Status write_box(const Box& box, std::string_view field, int64_t time, const void* data, size_t size_bytes);
+  // Local. As write_box, without the copy: `data` must stay valid and unchanged until the next flush()
+  // or close() returns (or the dataset is destroyed). Saves a pass over the data and its memory, as
+  // deferred writes do in other HPC I/O libraries.
+  Status write_box_borrowed(const Box& box, std::string_view field, int64_t time, const void* data, size_t size_bytes);
 
   // Collective. Writes every staged box: the data files become durable, then the .idx is replaced.
   // The files are byte-identical to a one-process write of the same data. Errors agree on every rank.

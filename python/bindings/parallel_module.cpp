@@ -90,12 +90,13 @@ void bind_parallel(nb::module_& m) {
       })
       .def_prop_ro("dataset", &ParallelDataset::dataset, nb::rv_policy::reference_internal)
       .def("write_box", [](ParallelDataset& d, Triple lo, Triple hi, const std::string& field, int64_t time,
-                           nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> data) {
+                           nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> data, bool borrow) {
+        // borrow: the Python caller keeps `data` alive and unchanged until flush() returns.
         const void* ptr = data.data();
         const size_t n = data.nbytes();
         nb::gil_scoped_release release;
-        check(d.write_box(box(lo, hi), field, time, ptr, n));
-      })
+        check(borrow ? d.write_box_borrowed(box(lo, hi), field, time, ptr, n) : d.write_box(box(lo, hi), field, time, ptr, n));
+      }, nb::arg("lo"), nb::arg("hi"), nb::arg("field"), nb::arg("time"), nb::arg("data"), nb::arg("borrow") = false)
       .def("flush", [](ParallelDataset& d) {
         WriteReport r;
         {

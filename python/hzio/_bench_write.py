@@ -128,7 +128,7 @@ def write_hzio(comm, path, cfg, box, arrays, placement):
                      threads=cfg["threads"], comm=comm, placement=placement, aggregator_count=cfg["aggregator_count"],
                      aggregator_bytes=cfg["aggregator_bytes"]) as ds:
         for (field, t), a in arrays.items():
-            ds.write(a, offset=box[0], field=field, time=t)
+            ds.write(a, offset=box[0], field=field, time=t, copy=cfg["copy"])
     return ds.last_write_report
 
 
@@ -193,7 +193,7 @@ def _config(args, ranks):
             raise UsageError(f"{option} must be at least 1, got {value}")
     hzio.parse_dtype(args.dtype)
     cfg = {k: getattr(args, k) for k in ("fields", "dtype", "timesteps", "codec", "layout", "bits_per_block",
-                                         "blocks_per_file", "aggregator_count", "aggregator_bytes", "fsync", "reps")}
+                                         "blocks_per_file", "aggregator_count", "aggregator_bytes", "fsync", "copy", "reps")}
     # One encode thread per rank: the ranks share the cores, and the baselines write from one thread.
     cfg.update({"global": shape, "decomp": tuple(decomp), "field_names": [f"f{i}" for i in range(args.fields)],
                 "placements": ["localized", "uniform"] if args.placement == "both" else [args.placement], "threads": 1,
@@ -350,7 +350,8 @@ def print_bench(r):
     print_fields([
         ("hzio options", f"codec {c['codec']}, layout {c['layout']}, threads {c['threads']}, bits_per_block "
                          f"{c['bits_per_block'] or 'default'}, blocks_per_file {c['blocks_per_file'] or 'default'}, "
-                         f"aggregator_count {c['aggregator_count']}, aggregator_bytes {c['aggregator_bytes']}"),
+                         f"aggregator_count {c['aggregator_count']}, aggregator_bytes {c['aggregator_bytes']}, "
+                         f"write copies {'yes' if c.get('copy', True) else 'no (copy=False)'}"),
         ("bytes", f"{r['bytes'] / MIB:.1f} MiB in all, {r['rank_bytes'][0] / MIB:.1f} to "
                   f"{r['rank_bytes'][1] / MIB:.1f} MiB per rank; fsync {'on' if c['fsync'] else 'off'}"),
         ("runs", f"{c['reps']} reps per case, medians, rotating order; in {c['dir']}"),

@@ -193,6 +193,9 @@ def _add_bench(sub):
     w.add_argument("--aggregator-count", metavar="N", type=int, default=0, help="cap on aggregators (default: 0, none)")
     w.add_argument("--aggregator-bytes", metavar="BYTES", type=int, default=256 << 20,
                    help="memory an aggregator may take per round (default: 268435456)")
+    w.add_argument("--copy", action=argparse.BooleanOptionalAction, default=True,
+                   help="hzio's write copies each array (default); --no-copy passes copy=False, so the flush "
+                        "reads the caller's arrays (the baselines write from them too)")
     w.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=True,
                    help="make every case durable: hzio durable=True, fsync, MPI File.Sync (default: on)")
     w.add_argument("--reps", metavar="R", type=int, default=3, help="repetitions per case (default: 3)")

@@ -311,11 +311,13 @@ class Dataset:
         self._core.verify_block(field, time, int(block))
 
     # ---------------------------------------------------------------- writes
-    def write(self, array, offset=None, field=None, time=None):
+    def write(self, array, offset=None, field=None, time=None, copy=True):
         """Write ``array`` (``[z, y, x]`` plus a component axis for vector fields) at ``offset`` (Local).
 
         The dtype must cast safely to the field's; the data is copied before returning and committed
-        on :meth:`flush` or :meth:`close`.
+        on :meth:`flush` or :meth:`close`. ``copy`` is accepted for the same call to work on a dataset
+        opened with ``comm=`` (where ``copy=False`` defers reading the array to the flush); here the
+        samples are always encoded before returning.
         """
         self._core.write_box(*self._write_args(array, offset, field, time))
 

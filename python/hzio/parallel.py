@@ -49,6 +49,7 @@ class ParallelDataset(Dataset):
         super().__init__(pcore.dataset)
         self._pcore = pcore
         self.comm = comm
+        self._borrowed = []  # arrays staged with copy=False, kept alive until the next flush
 
     def read(self, box=None, level=None, field=None, time=None, out=None, method="auto"):
         """Collective: every rank reads its own box (``box=()`` asks for nothing and returns an empty array).
@@ -88,10 +89,20 @@ class ParallelDataset(Dataset):
         shape = tuple(len(p) for p in picks if not isinstance(p, int)) + ((comps,) if comps > 1 else ())
         return np.empty(shape, dtype=scalar)
 
-    def write(self, array, offset=None, field=None, time=None):
-        """Stage this rank's box (Local). The array is copied before returning; boxes of different ranks
-        must not overlap. Nothing reaches the disk before :meth:`flush`."""
-        self._pcore.write_box(*self._write_args(array, offset, field, time))
+    def write(self, array, offset=None, field=None, time=None, copy=True):
+        """Stage this rank's box (Local); boxes of different ranks must not overlap. Nothing reaches the
+        disk before :meth:`flush`.
+
+        ``copy=True`` copies the array before returning, so it may be changed at once. ``copy=False``
+        saves that copy (a pass over the data and as much memory): hzio keeps a reference to the array
+        and reads it during the next :meth:`flush` or :meth:`close`, so the caller must not change it
+        before then. An array that needs converting (another dtype, not C-contiguous) is converted into
+        a private copy either way.
+        """
+        args = self._write_args(array, offset, field, time)
+        self._pcore.write_box(*args, borrow=not copy)
+        if not copy:
+            self._borrowed.append(args[-1])
 
     def flush(self):
         """Collective. Restructure, HZ-encode, aggregate and write every staged box, then commit.
@@ -99,13 +110,19 @@ class ParallelDataset(Dataset):
         Returns the write report as a dict (``ranks``, ``aggregators``, ``rounds``, ``placement``,
         ``bytes``, ``file_bytes``, ``files``, per-phase seconds under ``max`` and ``mean``, ``levels``).
         """
-        self.last_write_report = json.loads(self._pcore.flush())
+        try:
+            self.last_write_report = json.loads(self._pcore.flush())
+        finally:
+            self._borrowed.clear()
         return self.last_write_report
 
     def close(self):
         """Collective. Flush and close."""
         if not self._core.closed:
-            self._pcore.close()
+            try:
+                self._pcore.close()
+            finally:
+                self._borrowed.clear()
             self.last_write_report = json.loads(self._pcore.last_report)
 
     def __exit__(self, exc_type, exc, tb):

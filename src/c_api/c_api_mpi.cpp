@@ -57,6 +57,12 @@ hzio_status hzio_pdataset_write_box(hzio_pdataset* ds, const int64_t lo[3], cons
   return hzio::c_api::done(ds->ds->write_box(box_of(lo, hi), field ? field : "", time, data, size));
 }
 
+hzio_status hzio_pdataset_write_box_borrowed(hzio_pdataset* ds, const int64_t lo[3], const int64_t hi[3],
+                                             const char* field, int64_t time, const void* data, size_t size) {
+  if (!ds || !lo || !hi || !data) return hzio::c_api::fail(hzio::invalid_argument("dataset, lo, hi or data is NULL"));
+  return hzio::c_api::done(ds->ds->write_box_borrowed(box_of(lo, hi), field ? field : "", time, data, size));
+}
+
 hzio_status hzio_pdataset_flush(hzio_pdataset* ds, char* report_json, size_t report_size) {
   if (!ds) return hzio::c_api::fail(hzio::invalid_argument("dataset is NULL"));
   auto r = ds->ds->flush();

@@ -1,4 +1,4 @@
-// Small MPI helpers: agreeing on a Status across ranks, and int64 all-gathers. Layer: parallel.
+// Small MPI helpers: waiting without spinning, agreeing on a Status across ranks, and int64 all-gathers. Layer: parallel.
 #pragma once
 
 #include <mpi.h>
@@ -10,8 +10,17 @@
 
 namespace hzio::parallel {
 
+// Local. Completes `request` (a nonblocking collective or point-to-point operation) by testing it
+// between short sleeps that grow to 100 microseconds. Blocking MPI calls spin, and Open MPI yields the
+// core in a loop when ranks outnumber cores: the waiting ranks then take turns with the working ones and
+// most of a collective write goes into context switches. A sleeping rank leaves its core to them.
+void wait(MPI_Request& request);
+
 // Collective. Every rank returns the error of the lowest failing rank (or OK if none failed).
 Status agree(MPI_Comm comm, const Status& local);
+
+// Collective. MPI_Allreduce, waiting as wait() does.
+void allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
 
 // Collective. Concatenates every rank's values, in rank order; `counts` receives each rank's count.
 std::vector<int64_t> allgather_int64(MPI_Comm comm, const std::vector<int64_t>& mine, std::vector<int>& counts);

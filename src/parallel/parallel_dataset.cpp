@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstring>
 
 #include "core/dataset_impl.hpp"
 #include "format/file_name.hpp"
@@ -12,6 +13,7 @@
 #include "parallel/mpi_util.hpp"
 #include "parallel/pieces.hpp"
 #include "parallel/write_plan.hpp"
+#include "util/large_buffer.hpp"
 
 namespace hzio {
 
@@ -23,8 +25,9 @@ class ParallelDataset::Impl {
     int field = 0;
     int64_t time = 0;
     Box box;
-    std::vector<std::byte> data;
-    std::vector<uint64_t> blocks;  // every block the box touches
+    util::LargeBuffer copy;        // the caller's samples, unless borrowed
+    const std::byte* data = nullptr;  // the samples: copy.data() or the caller's buffer
+    std::vector<uint64_t> blocks;  // every block the box touches, ascending
   };
 
   MPI_Comm comm = MPI_COMM_NULL;
@@ -34,8 +37,10 @@ class ParallelDataset::Impl {
   std::vector<Staged> staged;
   WriteReport report;
   bool closed = false;
+  util::LargeBuffer send_buffer, recv_buffer;  // exchange buffers, reused by every round and flush
 
   Dataset::Impl& ds() { return dataset->impl(); }
+  Status stage(const Box& box, std::string_view field, int64_t time, const void* data, size_t size_bytes, bool borrow);
   Result<WriteReport> flush();
   Status exchange_round(const parallel::WritePlan& plan, const std::vector<int>& round, parallel::FlushTimes& t);
   Status commit(const std::vector<int64_t>& times, const parallel::WritePlan& plan, parallel::FlushTimes& t);
@@ -53,6 +58,17 @@ Result<std::unique_ptr<ParallelDataset::Impl>> make_impl(MPI_Comm comm, const Pa
   MPI_Comm_size(impl->comm, &impl->size);
   impl->options = options;
   return impl;
+}
+
+// Grows an exchange buffer; running out of memory is an error every rank must hear of, not an exception.
+Status reserve(util::LargeBuffer& buffer, size_t bytes, const char* what) {
+  try {
+    buffer.reserve(std::max<size_t>(bytes, 1));
+  } catch (const std::bad_alloc&) {
+    return io_error(std::string("out of memory for a ") + what + " buffer of " + std::to_string(bytes) +
+                    " bytes; lower aggregator_bytes");
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -109,31 +125,51 @@ Dataset& ParallelDataset::dataset() { return *impl_->dataset; }
 MPI_Comm ParallelDataset::comm() const { return impl_->comm; }
 const WriteReport& ParallelDataset::last_report() const { return impl_->report; }
 
-Status ParallelDataset::write_box(const Box& box, std::string_view field, int64_t time, const void* data, size_t size_bytes) {
-  auto& ds = impl_->ds();
+Status ParallelDataset::Impl::stage(const Box& box, std::string_view field, int64_t time, const void* data,
+                                   size_t size_bytes, bool borrow) {
+  auto& d = ds();
   int f = 0;
-  HZIO_RETURN_IF_ERROR(ds.check_field_time(field, time, true, f));
-  HZIO_RETURN_IF_ERROR(ds.check_box(box, "write"));
-  const size_t want = static_cast<size_t>(box.sample_count()) * ds.coding_[f].dtype.bytes();
+  HZIO_RETURN_IF_ERROR(d.check_field_time(field, time, true, f));
+  HZIO_RETURN_IF_ERROR(d.check_box(box, "write"));
+  const size_t want = static_cast<size_t>(box.sample_count()) * d.coding_[f].dtype.bytes();
   if (size_bytes != want) {
     return invalid_argument("write of box " + box.to_string() + " needs " + std::to_string(want) + " bytes of " +
-                            ds.coding_[f].dtype.to_string() + ", got " + std::to_string(size_bytes));
+                            d.coding_[f].dtype.to_string() + ", got " + std::to_string(size_bytes));
   }
-  Impl::Staged s{f, time, box, {}, parallel::blocks_of_box(*ds.space_, box)};
-  s.data.assign(static_cast<const std::byte*>(data), static_cast<const std::byte*>(data) + size_bytes);
-  impl_->staged.push_back(std::move(s));
+  if (size_bytes > 0 && data == nullptr) return invalid_argument("write of box " + box.to_string() + ": no data");
+  Staged s{f, time, box, {}, static_cast<const std::byte*>(data), parallel::blocks_of_box(*d.space_, box)};
+  if (!borrow && size_bytes > 0) {
+    try {
+      s.copy.reset(size_bytes);
+    } catch (const std::bad_alloc&) {
+      return io_error("out of memory staging a write of " + std::to_string(size_bytes) + " bytes");
+    }
+    std::memcpy(s.copy.data(), data, size_bytes);
+    s.data = s.copy.data();
+  }
+  staged.push_back(std::move(s));
   return Status::ok();
+}
+
+Status ParallelDataset::write_box(const Box& box, std::string_view field, int64_t time, const void* data, size_t size_bytes) {
+  return impl_->stage(box, field, time, data, size_bytes, false);
+}
+
+Status ParallelDataset::write_box_borrowed(const Box& box, std::string_view field, int64_t time, const void* data,
+                                           size_t size_bytes) {
+  return impl_->stage(box, field, time, data, size_bytes, true);
 }
 
 Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, const std::vector<int>& round,
                                             parallel::FlushTimes& t) {
   auto& d = ds();
-  // Records go straight into one send buffer, destination by destination, as Alltoallv wants them.
+  const int64_t bpf = d.idx_.blocks_per_file;
+  // Records go into one send buffer, destination by destination, as Alltoallv wants them; the part for
+  // this rank itself never goes through MPI.
   std::vector<int> order(round);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     return plan.chunks[static_cast<size_t>(a)].aggregator < plan.chunks[static_cast<size_t>(b)].aggregator;
   });
-  // (chunk, staged box, block) triples in send order; sized first so the buffer is allocated once.
   struct Item {
     const Staged* staged;
     uint64_t block;
@@ -147,27 +183,30 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
       const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(order[next])];
       for (const Staged& s : staged) {
         if (s.time != chunk.time) continue;
-        for (uint64_t b : s.blocks) {
-          const int64_t e = s.field * d.idx_.blocks_per_file + format::slot_in_file(d.idx_, static_cast<int64_t>(b));
-          if (format::first_block_of_file(d.idx_, static_cast<int64_t>(b)) == chunk.first_block &&
-              e >= chunk.entry_begin && e < chunk.entry_end) {
-            items.push_back({&s, b});
-            total += parallel::record_bytes(d, s.field, s.box, b);
-          }
+        // The chunk's entries of this field are one block range (interleaved datasets are refused).
+        const int64_t lo = std::max<int64_t>(chunk.entry_begin - s.field * bpf, 0);
+        const int64_t hi = std::min<int64_t>(chunk.entry_end - s.field * bpf, bpf);
+        if (lo >= hi) continue;
+        const auto first = std::lower_bound(s.blocks.begin(), s.blocks.end(), static_cast<uint64_t>(chunk.first_block + lo));
+        const auto last = std::lower_bound(first, s.blocks.end(), static_cast<uint64_t>(chunk.first_block + hi));
+        for (auto b = first; b != last; ++b) {
+          items.push_back({&s, *b});
+          total += parallel::record_bytes(d, s.field, s.box, *b);
         }
       }
     }
   }
-  // Uninitialized storage: every byte is written by write_record, so no zero fill pass.
-  std::unique_ptr<std::byte[]> send(new std::byte[std::max<size_t>(total, 1)]);
+  sdispl64[static_cast<size_t>(size)] = static_cast<int64_t>(total);
+  // Uninitialized storage kept across rounds and flushes: every byte is written by write_record.
+  HZIO_RETURN_IF_ERROR(agree(comm, reserve(send_buffer, total, "send")));
   size_t filled = 0;
   for (const Item& it : items) {
-    parallel::write_record(d, it.staged->field, it.staged->time, it.staged->box, it.staged->data.data(), it.block,
-                           send.get() + filled, t);
+    parallel::write_record(d, it.staged->field, it.staged->time, it.staged->box, it.staged->data, it.block,
+                           send_buffer.data() + filled, t);
     filled += parallel::record_bytes(d, it.staged->field, it.staged->box, it.block);
   }
-  sdispl64[static_cast<size_t>(size)] = static_cast<int64_t>(total);
   const double t0 = now();
+  const int64_t self_begin = sdispl64[static_cast<size_t>(rank)], self_end = sdispl64[static_cast<size_t>(rank) + 1];
   Status too_big = total > static_cast<size_t>(INT_MAX)
                        ? unsupported("a round sends more than 2 GiB from one rank; lower aggregator_bytes")
                        : Status::ok();
@@ -176,9 +215,11 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
       recv_counts(static_cast<size_t>(size)), rdispl(static_cast<size_t>(size), 0);
   for (int r = 0; r < size; ++r) {
     sdispl[r] = static_cast<int>(sdispl64[r]);
-    send_counts[r] = static_cast<int>(sdispl64[r + 1] - sdispl64[r]);
+    send_counts[r] = r == rank ? 0 : static_cast<int>(sdispl64[r + 1] - sdispl64[r]);
   }
-  MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm);
+  MPI_Request request;
+  MPI_Ialltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm, &request);
+  parallel::wait(request);
   int64_t rtotal = 0;
   for (int r = 0; r < size; ++r) {
     rdispl[r] = static_cast<int>(std::min<int64_t>(rtotal, INT_MAX));
@@ -187,13 +228,19 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
   Status overflow = rtotal > INT_MAX ? unsupported("a round moves more than 2 GiB into one rank; lower aggregator_bytes")
                                      : Status::ok();
   HZIO_RETURN_IF_ERROR(agree(comm, overflow));
-  std::unique_ptr<std::byte[]> recv(new std::byte[std::max<int64_t>(rtotal, 1)]);
-  MPI_Alltoallv(send.get(), send_counts.data(), sdispl.data(), MPI_BYTE, recv.get(), recv_counts.data(), rdispl.data(),
-                MPI_BYTE, comm);
-  send.reset();
+  HZIO_RETURN_IF_ERROR(agree(comm, reserve(recv_buffer, static_cast<size_t>(rtotal), "receive")));
+  MPI_Ialltoallv(send_buffer.data(), send_counts.data(), sdispl.data(), MPI_BYTE, recv_buffer.data(), recv_counts.data(),
+                 rdispl.data(), MPI_BYTE, comm, &request);
+  parallel::wait(request);
   t.phases.aggregate += now() - t0;
+  // Records in rank order (a rank's own records in the order it staged them), this rank's from the send buffer.
   std::vector<parallel::Record> records;
-  Status s = parallel::parse_records(std::span<const std::byte>(recv.get(), static_cast<size_t>(rtotal)), records);
+  const auto part = [](const std::byte* p, int64_t begin, int64_t end) {
+    return std::span<const std::byte>(p + begin, static_cast<size_t>(end - begin));
+  };
+  Status s = parallel::parse_records(part(recv_buffer.data(), 0, rdispl[rank]), records);
+  if (s.is_ok()) s = parallel::parse_records(part(send_buffer.data(), self_begin, self_end), records);
+  if (s.is_ok()) s = parallel::parse_records(part(recv_buffer.data(), rdispl[rank], rtotal), records);
   for (int c : round) {
     const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(c)];
     if (s.is_ok() && chunk.aggregator == rank) s = parallel::write_chunk(d, chunk, records, t);
@@ -205,7 +252,7 @@ Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times, const pa
                                      parallel::FlushTimes& t) {
   auto& d = ds();
   double t0 = now();
-  Status s = agree(comm, d.files_->prepare());  // every file complete and durable under a temporary name
+  Status s = agree(comm, d.files_->prepare());
   t.phases.write += now() - t0;
   t0 = now();
   if (s.is_ok()) s = agree(comm, d.files_->publish());
@@ -257,7 +304,7 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
   int64_t bytes = 0;
   for (const Staged& s : staged) {
     mine.insert(mine.end(), {s.field, s.time, s.box.lo[0], s.box.lo[1], s.box.lo[2], s.box.hi[0], s.box.hi[1], s.box.hi[2]});
-    bytes += static_cast<int64_t>(s.data.size());
+    bytes += s.box.sample_count() * static_cast<int64_t>(d.coding_[static_cast<size_t>(s.field)].dtype.bytes());
   }
   std::vector<int> counts;
   const std::vector<int64_t> all = parallel::allgather_int64(comm, mine, counts);
@@ -277,7 +324,7 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
   const parallel::WritePlan plan = parallel::make_write_plan(d.idx_, *d.space_, boxes, size, options, block_bytes);
   t.phases.restructure += now() - t0;
   for (const auto& round : plan.rounds) {
-    Status s = exchange_round(plan, round, t);
+      Status s = exchange_round(plan, round, t);
     if (!s.is_ok()) {
       d.files_->abort();
       staged.clear();
@@ -288,7 +335,7 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
   HZIO_RETURN_IF_ERROR(commit(times, plan, t));
   t.phases.total = now() - start;
   int64_t total_bytes = 0;
-  MPI_Allreduce(&bytes, &total_bytes, 1, MPI_INT64_T, MPI_SUM, comm);
+  parallel::allreduce(&bytes, &total_bytes, 1, MPI_INT64_T, MPI_SUM, comm);
   report = reduce(plan, t, total_bytes);
   return report;
 }
@@ -304,8 +351,8 @@ WriteReport ParallelDataset::Impl::reduce(const parallel::WritePlan& plan, const
   const PhaseTimes& p = t.phases;
   double local[8] = {p.restructure, p.hz, p.aggregate, p.compress, p.stats, p.write, p.commit, p.total};
   double mx[8], sum[8];
-  MPI_Allreduce(local, mx, 8, MPI_DOUBLE, MPI_MAX, comm);
-  MPI_Allreduce(local, sum, 8, MPI_DOUBLE, MPI_SUM, comm);
+  parallel::allreduce(local, mx, 8, MPI_DOUBLE, MPI_MAX, comm);
+  parallel::allreduce(local, sum, 8, MPI_DOUBLE, MPI_SUM, comm);
   auto fill = [](PhaseTimes& out, const double* v, double scale) {
     out = {v[0] * scale, v[1] * scale, v[2] * scale, v[3] * scale, v[4] * scale, v[5] * scale, v[6] * scale, v[7] * scale};
   };
@@ -321,9 +368,9 @@ WriteReport ParallelDataset::Impl::reduce(const parallel::WritePlan& plan, const
     lc[n + i] = t.level_bytes[i];
   }
   lc[2 * n] = t.file_bytes;
-  MPI_Allreduce(lt.data(), lmax.data(), static_cast<int>(2 * n), MPI_DOUBLE, MPI_MAX, comm);
-  MPI_Allreduce(lt.data(), lsum.data(), static_cast<int>(2 * n), MPI_DOUBLE, MPI_SUM, comm);
-  MPI_Allreduce(lc.data(), lcs.data(), static_cast<int>(2 * n + 1), MPI_INT64_T, MPI_SUM, comm);
+  parallel::allreduce(lt.data(), lmax.data(), static_cast<int>(2 * n), MPI_DOUBLE, MPI_MAX, comm);
+  parallel::allreduce(lt.data(), lsum.data(), static_cast<int>(2 * n), MPI_DOUBLE, MPI_SUM, comm);
+  parallel::allreduce(lc.data(), lcs.data(), static_cast<int>(2 * n + 1), MPI_INT64_T, MPI_SUM, comm);
   for (size_t i = 0; i < n; ++i) {
     if (lcs[i] == 0) continue;
     r.levels.push_back({static_cast<int>(i), lcs[i], lcs[n + i], lmax[i], lsum[i] / size, lmax[n + i], lsum[n + i] / size});

@@ -113,6 +113,20 @@ Status parse_records(std::span<const std::byte> buffer, std::vector<Record>& out
 
 namespace {
 
+// The last record of a block holding all of it: records before it are overwritten by it (a rank may write
+// a block twice in one flush; records of one rank arrive in the order it staged them). -1 if none.
+int last_whole(const std::vector<const Record*>& recs) {
+  for (size_t i = recs.size(); i-- > 0;)
+    if (recs[i]->header.whole) return static_cast<int>(i);
+  return -1;
+}
+
+bool ranges_overlap(const PieceHeader& a, const PieceHeader& b) {
+  for (int k = 0; k < 3; ++k)
+    if (a.hi[k] <= b.lo[k] || b.hi[k] <= a.lo[k]) return false;
+  return true;
+}
+
 // Builds one block (decoded, field layout) from its records; merges with the stored block when the
 // records do not cover every real sample.
 Status assemble(Dataset::Impl& ds, int field, int64_t time, uint64_t block, const std::vector<const Record*>& recs,
@@ -120,30 +134,37 @@ Status assemble(Dataset::Impl& ds, int field, int64_t time, uint64_t block, cons
   const auto& fc = ds.coding_[field];
   const size_t bytes = ds.block_bytes(field);
   buf.resize(bytes);
-  if (recs.size() == 1 && recs[0]->header.whole) {
-    std::memcpy(buf.data(), recs[0]->data, bytes);
-    return Status::ok();
-  }
+  const int whole = last_whole(recs);
   const hzorder::Run g = core::block_grid(*ds.space_, block);
-  Point dlo, dhi;
-  grid_range(g, ds.idx_.box, dlo, dhi);
-  int64_t covered = 0;
-  for (const Record* r : recs) covered += range_count({r->header.lo[0], r->header.lo[1], r->header.lo[2]},
-                                                      {r->header.hi[0], r->header.hi[1], r->header.hi[2]});
-  bool based = false;
-  if (covered < range_count(dlo, dhi)) {
-    HZIO_ASSIGN_OR_RETURN(auto where, ds.files_->locate(field, time, block, nullptr));
-    if (where) {
-      std::vector<std::byte> scratch, stored(bytes);
-      HZIO_ASSIGN_OR_RETURN(Layout layout, core::load_block(*where, fc, *ds.space_, ds.idx_.ndim, block, scratch, stored, nullptr));
-      if (layout == fc.layout) buf.swap(stored);
-      else core::convert_layout(*ds.space_, block, layout, stored, buf, fc.dtype.bytes());
-      based = true;
+  if (whole >= 0) {
+    std::memcpy(buf.data(), recs[static_cast<size_t>(whole)]->data, bytes);
+  } else {
+    Point dlo, dhi;
+    grid_range(g, ds.idx_.box, dlo, dhi);
+    // Pieces of different ranks never overlap; one rank's may (two writes of one region in a flush),
+    // and then their sum says nothing about coverage: merge with the stored block to be safe.
+    int64_t covered = 0;
+    bool overlap = false;
+    for (size_t i = 0; i < recs.size(); ++i) {
+      const auto& h = recs[i]->header;
+      covered += range_count({h.lo[0], h.lo[1], h.lo[2]}, {h.hi[0], h.hi[1], h.hi[2]});
+      for (size_t j = 0; j < i && !overlap; ++j) overlap = ranges_overlap(h, recs[j]->header);
     }
+    bool based = false;
+    if (overlap || covered < range_count(dlo, dhi)) {
+      HZIO_ASSIGN_OR_RETURN(auto where, ds.files_->locate(field, time, block, nullptr));
+      if (where) {
+        std::vector<std::byte> scratch, stored(bytes);
+        HZIO_ASSIGN_OR_RETURN(Layout layout, core::load_block(*where, fc, *ds.space_, ds.idx_.ndim, block, scratch, stored, nullptr));
+        if (layout == fc.layout) buf.swap(stored);
+        else core::convert_layout(*ds.space_, block, layout, stored, buf, fc.dtype.bytes());
+        based = true;
+      }
+    }
+    if (!based) hzorder::fill_samples(buf.data(), static_cast<size_t>(ds.idx_.samples_per_block()), fc.dtype, fc.default_value);
   }
-  if (!based) hzorder::fill_samples(buf.data(), static_cast<size_t>(ds.idx_.samples_per_block()), fc.dtype, fc.default_value);
-  for (const Record* r : recs) {
-    const auto& h = r->header;
+  for (size_t i = static_cast<size_t>(whole + 1); i < recs.size(); ++i) {
+    const auto& h = recs[i]->header;
     SampleGrid sub;
     Box clip;
     for (int a = 0; a < 3; ++a) {
@@ -153,7 +174,7 @@ Status assemble(Dataset::Impl& ds, int field, int64_t time, uint64_t block, cons
       clip.lo[a] = sub.origin[a];
       clip.hi[a] = sub.origin[a] + (sub.count[a] - 1) * g.delta[a] + 1;
     }
-    const hzorder::ArrayView src{const_cast<std::byte*>(r->data), sub, fc.dtype.bytes()};
+    const hzorder::ArrayView src{const_cast<std::byte*>(recs[i]->data), sub, fc.dtype.bytes()};
     for (const auto& run : ds.space_->block_runs(block, fc.layout))
       hzorder::copy_run(run, clip, buf.data(), src, hzorder::Direction::kArrayToBlock);
   }
@@ -200,8 +221,8 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
     const auto& recs = by_entry[entries[i]];
     const double t0 = now();
     const std::byte* data = nullptr;
-    if (recs.size() == 1 && recs[0]->header.whole) {
-      data = recs[0]->data;
+    if (last_whole(recs) == static_cast<int>(recs.size()) - 1) {  // the newest record is the whole block
+      data = recs.back()->data;
     } else {
       errors[i] = assemble(ds, field, chunk.time, block, recs, raw[i]);
       data = raw[i].data();

@@ -16,6 +16,10 @@ struct Unit {
   std::set<int64_t> entries;
 };
 
+// Chunks hold at most this many decoded bytes even under a larger budget: aggregators start writing,
+// and the disk starts working, after a fraction of the data is exchanged.
+constexpr int64_t kRoundBytes = int64_t{16} << 20;
+
 using UnitKey = std::pair<int64_t, int64_t>;  // time, first block
 
 // Localized placement (after the HiPC'17 aggregation paper): pick among the ranks holding the file's
@@ -65,6 +69,7 @@ WritePlan make_write_plan(const format::IdxFile& idx, const hzorder::HzSpace& sp
   std::vector<int64_t> load(static_cast<size_t>(ranks), 0);
   std::set<int> chosen;
   std::vector<std::vector<int>> queue(static_cast<size_t>(ranks));
+  const int64_t chunk_cap = std::min<int64_t>(static_cast<int64_t>(options.aggregator_bytes), kRoundBytes);
   size_t k = 0;
   for (const auto& [key, unit] : units) {
     int64_t bytes = 0;
@@ -82,7 +87,7 @@ WritePlan make_write_plan(const format::IdxFile& idx, const hzorder::HzSpace& sp
     Chunk c{key.first, key.second, -1, -1, agg, 0};
     for (int64_t e : unit.entries) {
       const int64_t eb = block_bytes[static_cast<size_t>(e / idx.blocks_per_file)];
-      if (c.entry_begin >= 0 && c.bytes + eb > static_cast<int64_t>(options.aggregator_bytes)) {
+      if (c.entry_begin >= 0 && c.bytes + eb > chunk_cap) {
         queue[agg].push_back(static_cast<int>(plan.chunks.size()));
         plan.chunks.push_back(c);
         c = Chunk{key.first, key.second, -1, -1, agg, 0};

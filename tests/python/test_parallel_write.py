@@ -69,7 +69,7 @@ CASES = {
     "zip-hzorder-localized": dict(
         shape=[40, 33, 17], fields=[["t", "float32"], ["p", "int16"], ["c", "uint8[3]"]], times=[0, 2, 5],
         written_times=[0, 5], codec="zip", layout="hzorder", bits_per_block=10, blocks_per_file=4,
-        placement="localized", idle_ranks=1),
+        placement="localized", idle_ranks=1, borrow=0.5, rewrite=0.3),
     # Per-field codec and layout, an explicit bitmask with a spare digit, one block per round.
     "lz4-rowmajor-uniform-rounds": dict(
         shape=[23, 30, 19], fields=[["a", "float64"], ["m", "uint8", {"codec": "raw", "layout": "hzorder"}],
@@ -81,7 +81,7 @@ CASES = {
     "raw-2d-holes-two-flushes": dict(
         shape=[45, 37], fields=[["i", "int32"], ["t", "float32", {"codec": "zip"}]], times=None, codec="raw",
         bits_per_block=7, blocks_per_file=3, placement="localized", aggregator_bytes=1500, holes=0.25,
-        flushes=2),
+        flushes=2, borrow=0.5, rewrite=0.3),
 }
 KILLS = [  # (ranks, mode, victim, fraction of the timestep-0 flush time after which the victim dies)
     (2, "before_flush", 1, 0.0),
@@ -236,13 +236,16 @@ def test_collective_flush_reports_match_the_writes(collective_run, seed, nprocs,
     assert result["staged_bytes"] == staged.tolist()
     if case["idle_ranks"] and nprocs > case["idle_ranks"]:
         assert (staged.sum(axis=1) == 0).sum() >= case["idle_ranks"], "no rank was left without a box"
+    junk = np.array(result["junk_bytes"], dtype=np.int64)  # rewritten regions: staged, then replaced
+    if case["rewrite"] > 0 and nprocs >= 2:
+        assert junk.sum() > 0, "no rank rewrote a region: the case tests nothing of rewrites"
     reports = result["reports"]
     assert len(reports) == nprocs and all(len(r) == case["flushes"] for r in reports)
     assert all(r == reports[0] for r in reports), "ranks returned different reports for the same flush"
     cap = case["aggregator_count"] or nprocs
     for i, rep in enumerate(reports[0]):
         assert rep["ranks"] == nprocs
-        assert rep["bytes"] == staged[:, i].sum()
+        assert rep["bytes"] == staged[:, i].sum() + junk[:, i].sum()
         assert rep["placement"] == case["placement"]
         if staged[:, i].sum() == 0:  # nothing staged anywhere: an empty flush
             assert (rep["files"], rep["file_bytes"], rep["rounds"]) == (0, 0, 0), rep
@@ -269,7 +272,7 @@ def test_one_process_report_matches_collective_report(collective_run, seed, npro
     case, result = collective_run(seed, nprocs, name)
     serial, par = result["serial_report"], result["reports"][0]
     assert serial["ranks"] == 1 and serial["placement"] == "serial"
-    assert serial["bytes"] == sum(r["bytes"] for r in par)
+    assert serial["bytes"] + sum(map(sum, result["junk_bytes"])) == sum(r["bytes"] for r in par)
     if case["flushes"] == 1:
         assert serial["file_bytes"] == par[0]["file_bytes"]
         assert serial["levels"] == par[0]["levels"]

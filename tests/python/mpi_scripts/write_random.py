@@ -32,7 +32,7 @@ import hz_expect as he  # noqa: E402
 
 _DEFAULTS = dict(times=None, written_times=None, codec="raw", layout="hzorder", bitmask=None, bits_per_block=None,
                  blocks_per_file=None, placement="localized", aggregator_count=0, aggregator_bytes=256 << 20,
-                 holes=0.0, idle_ranks=0, flushes=1, durable=False)
+                 holes=0.0, idle_ranks=0, flushes=1, durable=False, borrow=0.0, rewrite=0.0)
 
 
 def normalize_case(case: dict) -> dict:
@@ -44,7 +44,10 @@ def normalize_case(case: dict) -> dict:
     ``blocks_per_file``, ``placement``, ``aggregator_count``, ``aggregator_bytes``, ``durable`` as in
     ``hzio.create``; ``holes`` (probability that a box is left unwritten); ``idle_ranks`` (that many
     ranks get no box at all, when there are more ranks than that); ``flushes`` (collective flushes the
-    writes are spread over).
+    writes are spread over); ``borrow`` (probability that a collective write passes ``copy=False``; the
+    other writes clobber their array after ``write`` returns, which a copy must not see); ``rewrite``
+    (probability that a rank first writes junk over its box or a random part of it, in the same flush,
+    which the real write that follows must replace).
     """
     out = dict(_DEFAULTS)
     out.update(case)
@@ -156,7 +159,10 @@ def _stable(report: dict) -> dict:
 
 
 def write_collectively(comm, path, seed, case, arrays):
-    """Stage this rank's boxes, flush ``flushes`` times, close. Returns (reports, bytes per flush)."""
+    """Stage this rank's boxes, flush ``flushes`` times, close.
+
+    Returns (reports, bytes of the real writes per flush, bytes of the junk writes per flush).
+    """
     import hzio  # noqa: PLC0415
 
     rank, size = comm.rank, comm.size
@@ -164,18 +170,30 @@ def write_collectively(comm, path, seed, case, arrays):
     kw = create_kwargs(case)
     ds = hzio.create(path, **kw, comm=comm, placement=case["placement"], aggregator_count=case["aggregator_count"],
                      aggregator_bytes=case["aggregator_bytes"], threads=1)
-    reports, staged = [], []
+    rng = np.random.default_rng([seed, 4, rank])
+    reports, staged, junked = [], [], []
     for flush in range(int(case["flushes"])):
-        nbytes = 0
+        nbytes = njunk = 0
         for r, fl, f, t, lo, hi in writes:
             if r == rank and fl == flush:
-                data = _box_data(arrays, f, t, lo, hi)
-                ds.write(data, offset=lo, field=f, time=t)
+                data = np.array(_box_data(arrays, f, t, lo, hi), copy=True)
+                if rng.random() < case["rewrite"]:
+                    sub_lo = [int(rng.integers(l, h)) if rng.random() < 0.5 else l for l, h in zip(lo, hi)]
+                    sub_hi = [int(rng.integers(a + 1, h + 1)) if rng.random() < 0.5 else h for a, h in zip(sub_lo, hi)]
+                    part = tuple(slice(a - l, b - l) for a, b, l in zip(sub_lo, sub_hi, lo))
+                    junk = np.full_like(data[part], 7)
+                    ds.write(junk, offset=sub_lo, field=f, time=t)
+                    njunk += junk.nbytes
+                borrow = rng.random() < case["borrow"]
+                ds.write(data, offset=lo, field=f, time=t, copy=not borrow)
+                if not borrow:
+                    data[...] = 3  # the staged copy must not see this
                 nbytes += data.nbytes
         reports.append(_stable(ds.flush()))
         staged.append(nbytes)
+        junked.append(njunk)
     ds.close()
-    return reports, staged
+    return reports, staged, junked
 
 
 def write_one_process(path, seed, case, arrays, size):
@@ -203,13 +221,15 @@ def main(argv) -> None:
         digest = hashlib.sha256(b"".join(a.tobytes() for a in arrays.values())).hexdigest()
         same_data = len(set(comm.allgather(digest))) == 1
         par, ser = os.path.join(out, "parallel.idx"), os.path.join(out, "serial.idx")
-        reports, staged = write_collectively(comm, par, seed, case, arrays)
+        reports, staged, junked = write_collectively(comm, par, seed, case, arrays)
         all_reports = comm.gather(reports, root=0)
         all_staged = comm.gather(staged, root=0)
+        all_junk = comm.gather(junked, root=0)
         if comm.rank == 0:
             serial = write_one_process(ser, seed, case, arrays, comm.size)
             print(json.dumps({"parallel": par, "serial": ser, "size": comm.size, "same_data": same_data,
-                              "reports": all_reports, "staged_bytes": all_staged, "serial_report": serial}),
+                              "reports": all_reports, "staged_bytes": all_staged, "junk_bytes": all_junk,
+                              "serial_report": serial}),
                   flush=True)
     except BaseException:  # noqa: BLE001  (any failure must end every rank, not leave them waiting)
         traceback.print_exc()

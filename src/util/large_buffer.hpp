@@ -1,0 +1,43 @@
+// LargeBuffer: uninitialized scratch memory for bulk sample data (staged boxes, exchange buffers,
+// read results). Buffers of 2 MiB and more come straight from mmap, aligned to 2 MiB and advised for
+// transparent huge pages: first touching 512 MiB of fresh 4 KiB pages costs several times a memcpy of
+// it, and huge pages cut most of that (bench/README.md, "Fresh memory").
+#pragma once
+
+#include <cstddef>
+
+namespace hzio::util {
+
+class LargeBuffer {
+ public:
+  LargeBuffer() = default;
+  // Local. Throws std::bad_alloc when the memory cannot be mapped.
+  explicit LargeBuffer(size_t bytes) { reset(bytes); }
+  LargeBuffer(const LargeBuffer&) = delete;
+  LargeBuffer& operator=(const LargeBuffer&) = delete;
+  LargeBuffer(LargeBuffer&& other) noexcept;
+  LargeBuffer& operator=(LargeBuffer&& other) noexcept;
+  ~LargeBuffer() { release(); }
+
+  // Local. Makes room for at least `bytes`; keeps the current memory (and its contents) when it is big
+  // enough, otherwise replaces it with fresh uninitialized memory. Throws std::bad_alloc.
+  void reserve(size_t bytes);
+  // Local. Replaces the memory with exactly `bytes` of fresh uninitialized memory (0: none).
+  void reset(size_t bytes);
+  // Local. Gives the memory to the caller, who frees it with LargeBuffer::free(ptr, capacity).
+  std::byte* release_ownership(size_t* capacity);
+  // Local. Frees memory obtained from release_ownership.
+  static void free(std::byte* data, size_t capacity) noexcept;
+
+  std::byte* data() const { return data_; }
+  size_t size() const { return size_; }  // what reset/reserve asked for
+  bool empty() const { return size_ == 0; }
+
+ private:
+  void release() noexcept;
+  std::byte* data_ = nullptr;
+  size_t size_ = 0;
+  size_t capacity_ = 0;  // bytes mapped or allocated
+};
+
+}  // namespace hzio::util
