@@ -1,8 +1,10 @@
 // Reading a box at a level: find the blocks of the wanted levels, decode each once, place its samples
 // (docs/design/read-path.md).
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "core/dataset_impl.hpp"
 #include "hzorder/block_copy.hpp"
@@ -43,6 +45,60 @@ std::vector<Run> runs_to_place(const hzorder::HzSpace& space, uint64_t block, La
   return keep;
 }
 
+// A byte range of one data file that a read will use.
+struct Span {
+  const io::File* file;
+  uint64_t begin, end;
+};
+
+// Streams the payloads of a large read into the page cache from a helper thread, in the order the
+// workers place blocks (per file, neighbouring blocks merged into requests of up to 4 MiB), so a cold
+// read keeps the disk busy while the cores decode; the workers' page faults then find pages read or on
+// their way. Ranges already in the page cache are skipped, so a warm read costs a mincore per request.
+// Stops early when destroyed.
+class Prefetcher {
+ public:
+  explicit Prefetcher(std::vector<Span> blocks) {
+    if (!blocks.empty()) thread_ = std::thread([this, blocks = std::move(blocks)] { run(blocks); });
+  }
+  Prefetcher(const Prefetcher&) = delete;
+  Prefetcher& operator=(const Prefetcher&) = delete;
+  ~Prefetcher() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  static void issue(const Span& s) {
+    if (!s.file->resident(s.begin, s.end - s.begin)) s.file->advise_willneed(s.begin, s.end - s.begin);
+  }
+  void run(const std::vector<Span>& blocks) {
+    constexpr uint64_t kRequest = uint64_t{4} << 20, kGap = uint64_t{64} << 10;
+    std::map<const io::File*, Span> pending;  // the request being built for each file
+    for (const Span& b : blocks) {
+      if (stop_) return;
+      auto [it, fresh] = pending.try_emplace(b.file, b);
+      if (fresh) continue;
+      Span& p = it->second;
+      if (b.begin >= p.end && b.begin - p.end <= kGap && b.end - p.begin <= kRequest) {
+        p.end = b.end;
+      } else {
+        issue(p);
+        p = b;
+      }
+    }
+    for (const auto& [file, p] : pending) {
+      if (stop_) return;
+      issue(p);
+    }
+  }
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Reads whose spans add up to less than this get plain hints from the calling thread.
+constexpr uint64_t kPrefetchThreadBytes = uint64_t{32} << 20;
+
 }  // namespace
 
 void Dataset::Impl::place_block(uint64_t block, Layout layout, const std::byte* data, const Box& box, int level,
@@ -69,27 +125,37 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
     HZIO_ASSIGN_OR_RETURN(where[i], files_->locate(field, time, blocks[i], &io));
   }
   int64_t missing = 0;
-  std::map<const io::File*, std::pair<uint64_t, uint64_t>> spans;
+  std::vector<Span> spans;  // one per file, in the order the blocks first use them
+  std::map<const io::File*, size_t> span_of;
   for (size_t i = 0; i < blocks.size(); ++i) {
     if (!where[i]) {
       missing += !(keep && blocks[i] == 0 && keep->blocks.count(0));
       continue;
     }
-    auto [it, fresh] = spans.try_emplace(where[i]->file.get(), where[i]->entry.offset, where[i]->entry.offset + where[i]->entry.size);
-    if (!fresh) {
-      it->second.first = std::min(it->second.first, where[i]->entry.offset);
-      it->second.second = std::max(it->second.second, where[i]->entry.offset + where[i]->entry.size);
+    const uint64_t begin = where[i]->entry.offset, end = begin + where[i]->entry.size;
+    auto [it, fresh] = span_of.try_emplace(where[i]->file.get(), spans.size());
+    if (fresh) {
+      spans.push_back({where[i]->file.get(), begin, end});
+    } else {
+      Span& s = spans[it->second];
+      s.begin = std::min(s.begin, begin);
+      s.end = std::max(s.end, end);
     }
   }
   if (fill_default && missing > 0) {
     hzorder::fill_samples(out, static_cast<size_t>(view.grid.sample_count()), fc.dtype, fc.default_value);
   }
-  // Small scattered reads get a prefetch hint; large spans are left to the kernel's sequential
-  // readahead, which measured faster here than asking for hundreds of MiB at once.
-  for (const auto& [file, span] : spans) {
-    const uint64_t len = span.second - span.first;
-    if (len >= (uint64_t{1} << 20) && len <= (uint64_t{32} << 20)) file->advise_willneed(span.first, len);
+  uint64_t span_bytes = 0;
+  for (const Span& s : spans) span_bytes += s.end - s.begin;
+  std::vector<Span> streamed;
+  if (span_bytes >= kPrefetchThreadBytes) {
+    for (const auto& w : where)
+      if (w) streamed.push_back({w->file.get(), w->entry.offset, w->entry.offset + w->entry.size});
+  } else {
+    for (const Span& s : spans)  // small scattered reads: one hint per file
+      if (s.end - s.begin >= (uint64_t{1} << 20)) s.file->advise_willneed(s.begin, s.end - s.begin);
   }
+  Prefetcher prefetcher(std::move(streamed));
 
   std::mutex mutex;
   Status first_error;

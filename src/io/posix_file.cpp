@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 namespace hzio::io {
 namespace {
@@ -126,6 +127,19 @@ void File::advise_sequential() { ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIA
 
 void File::advise_willneed(uint64_t offset, uint64_t length) const {
   ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(length), POSIX_FADV_WILLNEED);
+}
+
+bool File::resident(uint64_t offset, uint64_t length) const {
+  const std::byte* base = map_readonly();
+  if (!base || length == 0 || offset + length > map_bytes_) return false;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t first = offset / page * page, end = offset + length;
+  const size_t pages = static_cast<size_t>((end - first + page - 1) / page);
+  std::vector<unsigned char> in(pages);
+  if (::mincore(const_cast<std::byte*>(base) + first, static_cast<size_t>(end - first), in.data()) != 0) return false;
+  for (unsigned char c : in)
+    if (!(c & 1)) return false;
+  return true;
 }
 
 Status File::close() {

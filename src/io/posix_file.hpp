@@ -43,6 +43,9 @@ class File {
   void advise_sequential();
   // Local. Asks the kernel to start reading a range into the page cache now (a hint; never fails).
   void advise_willneed(uint64_t offset, uint64_t length) const;
+  // Local, thread-safe. Whether every page of the range is in the page cache (mincore on the mapping);
+  // false when unknown (no mapping).
+  bool resident(uint64_t offset, uint64_t length) const;
   Status close();
   // Local, thread-safe. A read-only mapping of the whole file (valid while this object lives; the
   // file must not shrink meanwhile), or nullptr if mapping failed. Mapped once, on first use.

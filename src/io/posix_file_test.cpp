@@ -1,9 +1,11 @@
-// Tests for the POSIX file layer: short files, missing files, simulated full disk, atomic replace.
+// Tests for the POSIX file layer: short files, page-cache residency, missing files, simulated full disk,
+// atomic replace.
 #include "io/posix_file.hpp"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <vector>
 
 namespace hzio::io {
 namespace {
@@ -23,6 +25,20 @@ TEST(PosixFile, ReadingPastTheEndIsCorruptAndNamesTheFile) {
   Status s = f.read_at(0, out);
   EXPECT_EQ(s.code(), ErrorCode::kCorrupt);
   EXPECT_NE(s.message().find("short.bin"), std::string::npos);
+}
+
+TEST(PosixFile, ResidentSeesWrittenPagesAndRejectsRangesPastTheEnd) {
+  const std::string p = temp_dir() + "/resident.bin";
+  {
+    File w = File::open(p, File::Mode::kCreate).value();
+    std::vector<std::byte> data(size_t{1} << 20, std::byte{7});
+    ASSERT_TRUE(w.write_at(0, data).is_ok());
+  }
+  File f = File::open(p, File::Mode::kRead).value();
+  EXPECT_TRUE(f.resident(0, 1 << 20));         // just written: in the page cache
+  EXPECT_TRUE(f.resident(4097, 10));           // unaligned ranges are widened to pages
+  EXPECT_FALSE(f.resident(0, (1 << 20) + 1));  // past the end of the mapping
+  EXPECT_FALSE(f.resident(0, 0));
 }
 
 TEST(PosixFile, OpeningAMissingFileIsNotFound) {

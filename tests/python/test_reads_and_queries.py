@@ -252,6 +252,23 @@ def test_read_touches_exactly_the_blocks_and_files_it_needs(tmp_path, rng, index
         _check_read_report(w, rep, blocks, present, sizes)
 
 
+def test_large_reads_streamed_by_the_prefetch_thread_are_exact(tmp_path, rng):
+    """Reads of 32 MiB and more stream their blocks through a helper thread; results and counts unchanged."""
+    shape = (160, 256, 256)  # 40 MiB of float32
+    src = rng.standard_normal(shape, dtype=np.float32)
+    path = str(tmp_path / "large.idx")
+    with hzio.create(path, shape=shape, fields={"f": "float32"}) as ds:
+        ds.write(src)
+        ds.write(np.full((40, 256, 256), -1, np.float32), offset=(60, 0, 0))  # a later write wins
+    src[60:100] = -1
+    with hzio.open(path) as ds:
+        np.testing.assert_array_equal(ds.read(), src)
+        rep = dict(ds.last_report)
+        assert rep["bytes_read"] >= rep["min_bytes"] >= src.nbytes, rep
+        box = ((3, 17, 5), (150, 250, 201))
+        np.testing.assert_array_equal(ds.read(box=box), src[3:150, 17:250, 5:201])
+
+
 def test_level_grid_is_the_points_of_hz_level_at_most_h(rng):
     """The two oracles agree: the level-H grid of a box is its points of hz level <= H."""
     for ndim in (2, 3):
