@@ -32,7 +32,11 @@ struct CreateOptions {
   std::vector<int64_t> times;         // empty = one timestep 0 and no time directory
   std::string time_template = "time_%04d/";
   bool overwrite = false;             // replace an existing dataset at the path
-  int stats_sub_block_bits = 0;       // also keep statistics for 2^N equal parts of each block (0 = off)
+  // Also keep statistics for 2^N equal parts of each block, so that queries read only the matching parts
+  // of raw blocks. kAutoSubBlocks (the default): parts of 4096 samples (N = bits_per_block - 12, at
+  // least 0); 0: per block only.
+  static constexpr int kAutoSubBlocks = -1;
+  int stats_sub_block_bits = kAutoSubBlocks;
 };
 
 struct OpenOptions {

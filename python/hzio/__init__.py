@@ -37,9 +37,13 @@ def _fields_list(fields, codec, layout):
     return out
 
 
+def _sub_blocks(value):
+    return -1 if value is None else int(value)  # -1: CreateOptions::kAutoSubBlocks
+
+
 def create(path, shape, fields, bitmask=None, bits_per_block=None, blocks_per_file=None, codec="raw",
            layout="hzorder", times=None, overwrite=False, durable=True, threads=0, comm=None,
-           placement="localized", aggregator_count=0, aggregator_bytes=256 << 20, stats_sub_block_bits=0):
+           placement="localized", aggregator_count=0, aggregator_bytes=256 << 20, stats_sub_block_bits=None):
     """Create an IDX dataset and return it open for writing (a context manager).
 
     Local without ``comm``; Collective over ``comm`` (an mpi4py communicator), returning a
@@ -76,9 +80,10 @@ def create(path, shape, fields, bitmask=None, bits_per_block=None, blocks_per_fi
         Cap on distinct aggregator ranks (0 = no cap).
     aggregator_bytes : int
         Memory an aggregator may take per round; larger files are written in several rounds.
-    stats_sub_block_bits : int
+    stats_sub_block_bits : int, optional
         Besides per-block statistics, keep them for ``2**N`` equal parts of each block, so that
-        queries read only the matching parts of raw blocks (0 = per block only).
+        queries read only the matching parts of raw blocks. ``None`` (default): parts of 4096 samples
+        (``N = bits_per_block - 12``, at least 0); ``0``: per block only.
     """
     import os
     shape = tuple(int(v) for v in shape)
@@ -89,9 +94,9 @@ def create(path, shape, fields, bitmask=None, bits_per_block=None, blocks_per_fi
     if comm is not None:
         from .parallel import create_parallel
         return create_parallel(comm, *args, bool(durable), int(threads) or 1, placement, int(aggregator_count),
-                               int(aggregator_bytes), int(stats_sub_block_bits))
+                               int(aggregator_bytes), _sub_blocks(stats_sub_block_bits))
     core = _core.Dataset.create(args[0], list(reversed(shape)), *args[2:], bool(durable), int(threads),
-                                int(stats_sub_block_bits))
+                                _sub_blocks(stats_sub_block_bits))
     return Dataset(core)
 
 

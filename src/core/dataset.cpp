@@ -186,11 +186,13 @@ Result<format::IdxFile> idx_for(const std::string& path, const CreateOptions& o)
     }
   }
   HZIO_RETURN_IF_ERROR(idx.validate(path));
-  if (o.stats_sub_block_bits < 0 || o.stats_sub_block_bits > std::min(idx.bits_per_block, 16)) {
+  int sub_block_bits = o.stats_sub_block_bits;
+  if (sub_block_bits == CreateOptions::kAutoSubBlocks) sub_block_bits = std::clamp(idx.bits_per_block - 12, 0, 16);
+  if (sub_block_bits < 0 || sub_block_bits > std::min(idx.bits_per_block, 16)) {
     return invalid_argument("stats_sub_block_bits " + std::to_string(o.stats_sub_block_bits) + " not in [0, " +
-                            std::to_string(std::min(idx.bits_per_block, 16)) + "]");
+                            std::to_string(std::min(idx.bits_per_block, 16)) + "] (or -1, automatic)");
   }
-  idx.set_extra("hzio stats", "v1 sub_block_bits=" + std::to_string(o.stats_sub_block_bits));
+  idx.set_extra("hzio stats", "v1 sub_block_bits=" + std::to_string(sub_block_bits));
   return idx;
 }
 

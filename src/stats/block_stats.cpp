@@ -173,12 +173,27 @@ BlockStats compute_block_stats(const hzorder::HzSpace& space, uint64_t block, La
   }
   const std::vector<char>* m = mask.empty() ? nullptr : &mask;
   BlockStats s;
-  dispatch(dtype.scalar, data.data(), dtype.components, 0, n, m, s.block);
-  if (sub_block_bits > 0) {
-    const uint64_t parts = uint64_t{1} << sub_block_bits, len = n / parts;
-    s.parts.resize(parts);
-    for (uint64_t p = 0; p < parts; ++p) dispatch(dtype.scalar, data.data(), dtype.components, p * len, (p + 1) * len, m, s.parts[p]);
+  if (sub_block_bits <= 0) {
+    dispatch(dtype.scalar, data.data(), dtype.components, 0, n, m, s.block);
+    return s;
   }
+  // One pass: the parts, then the block as their union (min and max are monotone, so this equals a pass
+  // over the whole block, including all-NaN parts, which hold +inf / -inf and never win).
+  const uint64_t parts = uint64_t{1} << sub_block_bits, len = n / parts;
+  s.parts.resize(parts);
+  for (uint64_t p = 0; p < parts; ++p) dispatch(dtype.scalar, data.data(), dtype.components, p * len, (p + 1) * len, m, s.parts[p]);
+  const size_t comps = static_cast<size_t>(dtype.components);
+  s.block.min.assign(comps, INFINITY);
+  s.block.max.assign(comps, -INFINITY);
+  for (const RangeStats& part : s.parts) {
+    if (part.count == 0) continue;
+    s.block.count += part.count;
+    for (size_t c = 0; c < comps; ++c) {
+      s.block.min[c] = part.min[c] < s.block.min[c] ? part.min[c] : s.block.min[c];
+      s.block.max[c] = part.max[c] > s.block.max[c] ? part.max[c] : s.block.max[c];
+    }
+  }
+  if (s.block.count == 0) s.block.min.assign(comps, 0), s.block.max.assign(comps, 0);
   return s;
 }
 

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "stats/stats_file.hpp"
@@ -38,6 +40,23 @@ TEST(BlockStats, MinMaxAndCountLeaveOutPaddingSamples) {
     uint64_t parts = 0;
     for (const auto& p : s.parts) parts += p.count;
     EXPECT_EQ(parts, n);
+  }
+}
+
+TEST(BlockStats, BlockFromPartsEqualsOnePassWithNansComponentsAndPadding) {
+  hzorder::HzSpace space(format::Bitmask::parse("V0120120120").value(), 6);
+  const Box dataset{{0, 0, 0}, {11, 7, 5}};
+  std::mt19937 rng(4);
+  for (uint64_t b = 0; b < space.block_count(); ++b) {
+    std::vector<double> v(64 * 3);
+    for (auto& x : v) x = rng() % 7 == 0 ? NAN : static_cast<double>(rng() % 2000) - 1000.0;
+    if (b == 1) std::fill(v.begin(), v.begin() + 3 * 16, NAN);  // an all-NaN part
+    const auto bytes = std::as_bytes(std::span(v));
+    const BlockStats whole = compute_block_stats(space, b, Layout::kHzOrder, bytes, {Scalar::kFloat64, 3}, dataset, 0);
+    const BlockStats split = compute_block_stats(space, b, Layout::kHzOrder, bytes, {Scalar::kFloat64, 3}, dataset, 2);
+    EXPECT_EQ(split.block.count, whole.block.count) << b;
+    EXPECT_EQ(split.block.min, whole.block.min) << b;
+    EXPECT_EQ(split.block.max, whole.block.max) << b;
   }
 }
 

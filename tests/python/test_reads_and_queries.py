@@ -381,8 +381,8 @@ def _query_matches_numpy(w, fld, lo, hi, box, level, component=None):
 
 
 def test_sub_block_statistics_via_index_keep_queries_exact(tmp_path, rng):
-    """hzio.create has no stats_sub_block_bits (C++ only): hzio.index(path, sub_block_bits=g) rewrites
-    the sidecars with parts, and raw blocks are then read only in the parts whose range may match."""
+    """hzio.index(path, sub_block_bits=g) rewrites the sidecars with parts, and raw blocks are then read
+    only in the parts whose range may match."""
     shape = (24, 20, 17)
     z, y, x = np.indices(shape)
     smooth = np.sqrt((z - 6.0) ** 2 + (y - 5.0) ** 2 + (x - 4.0) ** 2).astype(np.float32)
@@ -596,3 +596,26 @@ def test_query_skips_blocks_away_from_a_sphere_front(tmp_path, rng):
         print(lo, hi, rep)
         assert rep["blocks_skipped"] > 0, rep
         assert rep["blocks_read"] + rep["blocks_skipped"] + len(cands - present) == len(cands), rep
+
+
+def test_default_statistics_have_parts_of_4096_samples_and_read_less_than_per_block(tmp_path):
+    """Without stats_sub_block_bits, 2**16-sample blocks keep statistics for 16 parts; a thin-shell query
+    then reads fewer bytes than with statistics per block only, and both answers equal NumPy."""
+    shape = (64, 64, 64)
+    z, y, x = np.indices(shape)
+    field = np.tanh(np.sqrt((z - 30.5) ** 2 + (y - 25.0) ** 2 + (x - 33.0) ** 2) - 20.0).astype(np.float32)
+    want = np.argwhere((field >= -0.05) & (field <= 0.05))
+    read = {}
+    for name, sub in (("default", None), ("per-block", 0)):
+        path = str(tmp_path / f"{name}.idx")
+        with hzio.create(path, shape=shape, fields={"f": "float32"}, stats_sub_block_bits=sub) as ds:
+            assert ds.bits_per_block == 16
+            ds.write(field)
+        text = Path(path).read_text()
+        assert f"sub_block_bits={4 if sub is None else 0}" in text, text
+        with hzio.open(path) as ds:
+            coords, values = ds.query("f", -0.05, 0.05)
+            read[name] = dict(ds.last_report)["bytes_read"]
+        np.testing.assert_array_equal(coords, want)
+        np.testing.assert_array_equal(values, field[tuple(want.T)])
+    assert read["default"] < read["per-block"], read
