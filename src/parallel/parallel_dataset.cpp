@@ -42,7 +42,18 @@ class ParallelDataset::Impl {
   Dataset::Impl& ds() { return dataset->impl(); }
   Status stage(const Box& box, std::string_view field, int64_t time, const void* data, size_t size_bytes, bool borrow);
   Result<WriteReport> flush();
-  Status exchange_round(const parallel::WritePlan& plan, const std::vector<int>& round, parallel::FlushTimes& t);
+  // What this rank sends and receives in one round. Every size follows from the plan and the boxes
+  // every rank staged, so a round needs no message-size exchange.
+  struct RoundIo {
+    std::vector<std::pair<const Staged*, uint64_t>> items;  // records to send, by destination rank
+    std::vector<int64_t> send_displs;                        // per rank, plus the end; bytes
+    std::vector<int64_t> recv_counts;                        // per rank; 0 for this rank
+  };
+  RoundIo round_io(const parallel::WritePlan& plan, const std::vector<int>& round,
+                   const std::vector<parallel::BoxInfo>& boxes, const std::vector<std::vector<uint64_t>>& box_blocks);
+  // Local status: a failing rank still joins every later round, and flush() agrees once at the end.
+  Status exchange_round(const parallel::WritePlan& plan, const std::vector<int>& round, const RoundIo& io,
+                        parallel::FlushTimes& t);
   Status commit(const std::vector<int64_t>& times, const parallel::WritePlan& plan, parallel::FlushTimes& t);
   WriteReport reduce(const parallel::WritePlan& plan, const parallel::FlushTimes& t, int64_t bytes);
 };
@@ -160,84 +171,90 @@ Status ParallelDataset::write_box_borrowed(const Box& box, std::string_view fiel
   return impl_->stage(box, field, time, data, size_bytes, true);
 }
 
-Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, const std::vector<int>& round,
-                                            parallel::FlushTimes& t) {
+ParallelDataset::Impl::RoundIo ParallelDataset::Impl::round_io(const parallel::WritePlan& plan,
+                                                               const std::vector<int>& round,
+                                                               const std::vector<parallel::BoxInfo>& boxes,
+                                                               const std::vector<std::vector<uint64_t>>& box_blocks) {
   auto& d = ds();
   const int64_t bpf = d.idx_.blocks_per_file;
-  // Records go into one send buffer, destination by destination, as Alltoallv wants them; the part for
-  // this rank itself never goes through MPI.
+  // The blocks of an ascending list that a chunk holds for one field: its entries of a field are one
+  // block range (interleaved datasets are refused).
+  const auto in_chunk = [&](const parallel::Chunk& c, int field, const std::vector<uint64_t>& blocks) {
+    const int64_t lo = std::max<int64_t>(c.entry_begin - field * bpf, 0), hi = std::min<int64_t>(c.entry_end - field * bpf, bpf);
+    if (lo >= hi) return std::span<const uint64_t>();
+    const auto first = std::lower_bound(blocks.begin(), blocks.end(), static_cast<uint64_t>(c.first_block + lo));
+    const auto last = std::lower_bound(first, blocks.end(), static_cast<uint64_t>(c.first_block + hi));
+    return std::span<const uint64_t>(first, last);
+  };
+  RoundIo io;
+  io.send_displs.assign(static_cast<size_t>(size) + 1, 0);
+  io.recv_counts.assign(static_cast<size_t>(size), 0);
+  // Sends, destination by destination as Alltoallv wants them; a rank's own records stay in place.
   std::vector<int> order(round);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     return plan.chunks[static_cast<size_t>(a)].aggregator < plan.chunks[static_cast<size_t>(b)].aggregator;
   });
-  struct Item {
-    const Staged* staged;
-    uint64_t block;
-  };
-  std::vector<Item> items;
-  std::vector<int64_t> sdispl64(static_cast<size_t>(size) + 1, 0);
-  size_t next = 0, total = 0;
+  size_t next = 0;
+  int64_t total = 0;
   for (int r = 0; r < size; ++r) {
-    sdispl64[static_cast<size_t>(r)] = static_cast<int64_t>(total);
+    io.send_displs[static_cast<size_t>(r)] = total;
     for (; next < order.size() && plan.chunks[static_cast<size_t>(order[next])].aggregator == r; ++next) {
       const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(order[next])];
-      for (const Staged& s : staged) {
-        if (s.time != chunk.time) continue;
-        // The chunk's entries of this field are one block range (interleaved datasets are refused).
-        const int64_t lo = std::max<int64_t>(chunk.entry_begin - s.field * bpf, 0);
-        const int64_t hi = std::min<int64_t>(chunk.entry_end - s.field * bpf, bpf);
-        if (lo >= hi) continue;
-        const auto first = std::lower_bound(s.blocks.begin(), s.blocks.end(), static_cast<uint64_t>(chunk.first_block + lo));
-        const auto last = std::lower_bound(first, s.blocks.end(), static_cast<uint64_t>(chunk.first_block + hi));
-        for (auto b = first; b != last; ++b) {
-          items.push_back({&s, *b});
-          total += parallel::record_bytes(d, s.field, s.box, *b);
+      for (const Staged& st : staged) {
+        if (st.time != chunk.time) continue;
+        for (uint64_t b : in_chunk(chunk, st.field, st.blocks)) {
+          io.items.push_back({&st, b});
+          total += static_cast<int64_t>(parallel::record_bytes(d, st.field, st.box, b));
         }
       }
     }
   }
-  sdispl64[static_cast<size_t>(size)] = static_cast<int64_t>(total);
-  // Uninitialized storage kept across rounds and flushes: every byte is written by write_record.
-  HZIO_RETURN_IF_ERROR(agree(comm, reserve(send_buffer, total, "send")));
+  io.send_displs[static_cast<size_t>(size)] = total;
+  // Receives: what every other rank's boxes put in the chunks this rank aggregates, sized the same way.
+  for (int c : round) {
+    const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(c)];
+    if (chunk.aggregator != rank) continue;
+    for (size_t i = 0; i < boxes.size(); ++i) {
+      const parallel::BoxInfo& b = boxes[i];
+      if (b.rank == rank || b.time != chunk.time) continue;
+      for (uint64_t block : in_chunk(chunk, b.field, box_blocks[i]))
+        io.recv_counts[static_cast<size_t>(b.rank)] += static_cast<int64_t>(parallel::record_bytes(d, b.field, b.box, block));
+    }
+  }
+  return io;
+}
+
+Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, const std::vector<int>& round,
+                                            const RoundIo& io, parallel::FlushTimes& t) {
+  auto& d = ds();
   size_t filled = 0;
-  for (const Item& it : items) {
-    parallel::write_record(d, it.staged->field, it.staged->time, it.staged->box, it.staged->data, it.block,
-                           send_buffer.data() + filled, t);
-    filled += parallel::record_bytes(d, it.staged->field, it.staged->box, it.block);
+  for (const auto& [st, block] : io.items) {
+    parallel::write_record(d, st->field, st->time, st->box, st->data, block, send_buffer.data() + filled, t);
+    filled += parallel::record_bytes(d, st->field, st->box, block);
   }
   const double t0 = now();
-  const int64_t self_begin = sdispl64[static_cast<size_t>(rank)], self_end = sdispl64[static_cast<size_t>(rank) + 1];
-  Status too_big = total > static_cast<size_t>(INT_MAX)
-                       ? unsupported("a round sends more than 2 GiB from one rank; lower aggregator_bytes")
-                       : Status::ok();
-  HZIO_RETURN_IF_ERROR(agree(comm, too_big));
+  // Sizes fit in int: flush() checked every round before the first.
   std::vector<int> send_counts(static_cast<size_t>(size)), sdispl(static_cast<size_t>(size)),
-      recv_counts(static_cast<size_t>(size)), rdispl(static_cast<size_t>(size), 0);
-  for (int r = 0; r < size; ++r) {
-    sdispl[r] = static_cast<int>(sdispl64[r]);
-    send_counts[r] = r == rank ? 0 : static_cast<int>(sdispl64[r + 1] - sdispl64[r]);
-  }
-  MPI_Request request;
-  MPI_Ialltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm, &request);
-  parallel::wait(request);
+      recv_counts(static_cast<size_t>(size)), rdispl(static_cast<size_t>(size));
   int64_t rtotal = 0;
   for (int r = 0; r < size; ++r) {
-    rdispl[r] = static_cast<int>(std::min<int64_t>(rtotal, INT_MAX));
-    rtotal += recv_counts[r];
+    sdispl[r] = static_cast<int>(io.send_displs[r]);
+    send_counts[r] = r == rank ? 0 : static_cast<int>(io.send_displs[r + 1] - io.send_displs[r]);
+    rdispl[r] = static_cast<int>(rtotal);
+    recv_counts[r] = static_cast<int>(io.recv_counts[r]);
+    rtotal += io.recv_counts[r];
   }
-  Status overflow = rtotal > INT_MAX ? unsupported("a round moves more than 2 GiB into one rank; lower aggregator_bytes")
-                                     : Status::ok();
-  HZIO_RETURN_IF_ERROR(agree(comm, overflow));
-  HZIO_RETURN_IF_ERROR(agree(comm, reserve(recv_buffer, static_cast<size_t>(rtotal), "receive")));
+  MPI_Request request;
   MPI_Ialltoallv(send_buffer.data(), send_counts.data(), sdispl.data(), MPI_BYTE, recv_buffer.data(), recv_counts.data(),
                  rdispl.data(), MPI_BYTE, comm, &request);
   parallel::wait(request);
   t.phases.aggregate += now() - t0;
   // Records in rank order (a rank's own records in the order it staged them), this rank's from the send buffer.
-  std::vector<parallel::Record> records;
+  const int64_t self_begin = io.send_displs[static_cast<size_t>(rank)], self_end = io.send_displs[static_cast<size_t>(rank) + 1];
   const auto part = [](const std::byte* p, int64_t begin, int64_t end) {
     return std::span<const std::byte>(p + begin, static_cast<size_t>(end - begin));
   };
+  std::vector<parallel::Record> records;
   Status s = parallel::parse_records(part(recv_buffer.data(), 0, rdispl[rank]), records);
   if (s.is_ok()) s = parallel::parse_records(part(send_buffer.data(), self_begin, self_end), records);
   if (s.is_ok()) s = parallel::parse_records(part(recv_buffer.data(), rdispl[rank], rtotal), records);
@@ -245,7 +262,7 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
     const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(c)];
     if (s.is_ok() && chunk.aggregator == rank) s = parallel::write_chunk(d, chunk, records, t);
   }
-  return agree(comm, s);
+  return s;
 }
 
 Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times, const parallel::WritePlan& plan,
@@ -322,16 +339,40 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
   std::vector<int64_t> block_bytes;
   for (size_t f = 0; f < d.coding_.size(); ++f) block_bytes.push_back(static_cast<int64_t>(d.block_bytes(static_cast<int>(f))));
   const parallel::WritePlan plan = parallel::make_write_plan(d.idx_, *d.space_, boxes, size, options, block_bytes);
-  t.phases.restructure += now() - t0;
-  for (const auto& round : plan.rounds) {
-      Status s = exchange_round(plan, round, t);
-    if (!s.is_ok()) {
-      d.files_->abort();
-      staged.clear();
-      return s;
-    }
+  // Block lists of every box (this rank's are staged already), then each round's sends and receives,
+  // so that the buffers are sized once and the size limits agreed once for the whole flush.
+  std::vector<std::vector<uint64_t>> box_blocks(boxes.size());
+  for (size_t i = 0, mine_i = 0; i < boxes.size(); ++i) {
+    if (boxes[i].rank == rank) box_blocks[i] = staged[mine_i++].blocks;
+    else box_blocks[i] = parallel::blocks_of_box(*d.space_, boxes[i].box);
   }
+  std::vector<RoundIo> rounds;
+  int64_t send_max = 0, recv_max = 0;
+  for (const auto& round : plan.rounds) {
+    rounds.push_back(round_io(plan, round, boxes, box_blocks));
+    int64_t recv = 0;
+    for (int64_t n : rounds.back().recv_counts) recv += n;
+    send_max = std::max(send_max, rounds.back().send_displs.back());
+    recv_max = std::max(recv_max, recv);
+  }
+  Status ready = send_max > INT_MAX || recv_max > INT_MAX
+                     ? unsupported("a round moves more than 2 GiB into or out of one rank; lower aggregator_bytes")
+                     : Status::ok();
+  if (ready.is_ok()) ready = reserve(send_buffer, static_cast<size_t>(send_max), "send");
+  if (ready.is_ok()) ready = reserve(recv_buffer, static_cast<size_t>(recv_max), "receive");
+  Status s = agree(comm, ready);
+  t.phases.restructure += now() - t0;
+  Status failed;  // this rank's first error in the rounds: it keeps taking part, the ranks agree after
+  for (size_t r = 0; s.is_ok() && r < plan.rounds.size(); ++r) {
+    Status round = exchange_round(plan, plan.rounds[r], rounds[r], t);
+    if (!round.is_ok() && failed.is_ok()) failed = round;
+  }
+  if (s.is_ok()) s = agree(comm, failed);
   staged.clear();
+  if (!s.is_ok()) {
+    d.files_->abort();
+    return s;
+  }
   HZIO_RETURN_IF_ERROR(commit(times, plan, t));
   t.phases.total = now() - start;
   int64_t total_bytes = 0;

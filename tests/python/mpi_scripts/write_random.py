@@ -47,7 +47,7 @@ def normalize_case(case: dict) -> dict:
     writes are spread over); ``borrow`` (probability that a collective write passes ``copy=False``; the
     other writes clobber their array after ``write`` returns, which a copy must not see); ``rewrite``
     (probability that a rank first writes junk over its box or a random part of it, in the same flush,
-    which the real write that follows must replace).
+    which the real write that follows must replace; a rank's first write always is).
     """
     out = dict(_DEFAULTS)
     out.update(case)
@@ -172,12 +172,14 @@ def write_collectively(comm, path, seed, case, arrays):
                      aggregator_bytes=case["aggregator_bytes"], threads=1)
     rng = np.random.default_rng([seed, 4, rank])
     reports, staged, junked = [], [], []
+    rewrote = False  # the first write of a rank is always rewritten when the case asks for rewrites
     for flush in range(int(case["flushes"])):
         nbytes = njunk = 0
         for r, fl, f, t, lo, hi in writes:
             if r == rank and fl == flush:
                 data = np.array(_box_data(arrays, f, t, lo, hi), copy=True)
-                if rng.random() < case["rewrite"]:
+                if case["rewrite"] > 0 and (not rewrote or rng.random() < case["rewrite"]):
+                    rewrote = True
                     sub_lo = [int(rng.integers(l, h)) if rng.random() < 0.5 else l for l, h in zip(lo, hi)]
                     sub_hi = [int(rng.integers(a + 1, h + 1)) if rng.random() < 0.5 else h for a, h in zip(sub_lo, hi)]
                     part = tuple(slice(a - l, b - l) for a, b, l in zip(sub_lo, sub_hi, lo))
