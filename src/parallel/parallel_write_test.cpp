@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "hzio/parallel.hpp"
+#include "io/posix_file.hpp"
 
 namespace hzio {
 namespace {
@@ -144,6 +145,48 @@ TEST(ParallelWrite, ByteIdenticalToOneProcessForRandomDecompositions) {
       {{64, 8, 3}, "zip", Layout::kRowMajor, 7, 1, size_t{1} << 20, AggregatorPlacement::kUniform},
   };
   for (size_t i = 0; i < std::size(cases); ++i) run_case(cases[i], static_cast<int>(i));
+}
+
+// One aggregator's disk fills up in the middle of a flush: every rank gets the error (no rank hangs in
+// a later round), and the dataset keeps its last commit.
+TEST(ParallelWrite, AFullDiskOnOneRankFailsTheFlushEverywhereAndKeepsTheLastCommit) {
+  const std::string path = g_dir + "/full.idx";
+  const Point dims{32, 32, 64};
+  CreateOptions o;
+  o.dims = {dims[0], dims[1], dims[2]};
+  o.fields = {{"a", {Scalar::kFloat32, 1}, "raw", Layout::kHzOrder, 0}};
+  o.bits_per_block = 6;  // 1024 blocks in 256 files: every rank aggregates some
+  o.blocks_per_file = 4;
+  o.times = {0, 1};
+  o.overwrite = true;
+  ParallelOptions p;
+  p.aggregator_bytes = 1024;  // many rounds
+  auto ds = ParallelDataset::create(MPI_COMM_WORLD, path, o, p).value();
+  const int64_t z0 = dims[2] * g_rank / g_size, z1 = dims[2] * (g_rank + 1) / g_size;
+  const Box mine{{0, 0, z0}, {dims[0], dims[1], z1}};
+  const auto all = values<float>(dims, 1, 5);
+  const auto slab = sub(all, dims, mine, 1);
+  ASSERT_TRUE(ds->write_box(mine, "a", 0, slab.data(), slab.size() * 4).is_ok());
+  ASSERT_TRUE(ds->flush().is_ok());
+  ASSERT_TRUE(ds->write_box(mine, "a", 1, slab.data(), slab.size() * 4).is_ok());
+  if (g_rank == g_size - 1) io::set_write_fault_after_bytes(2000);
+  auto r = ds->flush();
+  io::set_write_fault_after_bytes(-1);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("disk full"), std::string::npos) << r.status().to_string();
+  EXPECT_NE(r.status().message().find("rank " + std::to_string(g_size - 1)), std::string::npos) << r.status().to_string();
+  ASSERT_TRUE(ds->close().is_ok());
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 0) {
+    auto back = Dataset::open(path).value();
+    std::vector<float> got(all.size());
+    ASSERT_TRUE(back->read_box({{0, 0, 0}, dims}, -1, "a", 0, got.data(), got.size() * 4).is_ok());
+    EXPECT_EQ(got, all);
+    // Timestep 1 was declared at creation but never committed: it reads as the default value.
+    ASSERT_TRUE(back->read_box({{0, 0, 0}, dims}, -1, "a", 1, got.data(), got.size() * 4).is_ok());
+    EXPECT_EQ(got, std::vector<float>(all.size(), 0.0f));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 TEST(ParallelRead, IndependentAndTwoPhaseReadsEqualOneProcessReads) {
