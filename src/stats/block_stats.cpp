@@ -33,31 +33,27 @@ double up(T v) {
 template <class V, class T>
 inline void minmax_vec(const T* v, uint64_t n, T& lo, T& hi) {
   constexpr uint64_t kW = sizeof(V) / sizeof(T);
-  V mn, mx;
-  for (uint64_t l = 0; l < kW; ++l) {
-    mn[l] = std::numeric_limits<T>::infinity();
-    mx[l] = -std::numeric_limits<T>::infinity();
-  }
+  // Four independent accumulator pairs: one pair would chain every min on the previous one's latency.
+  V mn[4], mx[4];
+  for (int k = 0; k < 4; ++k)
+    for (uint64_t l = 0; l < kW; ++l) {
+      mn[k][l] = std::numeric_limits<T>::infinity();
+      mx[k][l] = -std::numeric_limits<T>::infinity();
+    }
   uint64_t i = 0;
   for (; i + 4 * kW <= n; i += 4 * kW) {
-    V a, b, c, d;
-    std::memcpy(&a, v + i, sizeof a);
-    std::memcpy(&b, v + i + kW, sizeof b);
-    std::memcpy(&c, v + i + 2 * kW, sizeof c);
-    std::memcpy(&d, v + i + 3 * kW, sizeof d);
-    mn = a < mn ? a : mn;
-    mx = a > mx ? a : mx;
-    mn = b < mn ? b : mn;
-    mx = b > mx ? b : mx;
-    mn = c < mn ? c : mn;
-    mx = c > mx ? c : mx;
-    mn = d < mn ? d : mn;
-    mx = d > mx ? d : mx;
+    for (int k = 0; k < 4; ++k) {
+      V a;
+      std::memcpy(&a, v + i + k * kW, sizeof a);
+      mn[k] = a < mn[k] ? a : mn[k];
+      mx[k] = a > mx[k] ? a : mx[k];
+    }
   }
-  for (uint64_t l = 0; l < kW; ++l) {
-    lo = mn[l] < lo ? mn[l] : lo;
-    hi = mx[l] > hi ? mx[l] : hi;
-  }
+  for (int k = 0; k < 4; ++k)
+    for (uint64_t l = 0; l < kW; ++l) {
+      lo = mn[k][l] < lo ? mn[k][l] : lo;
+      hi = mx[k][l] > hi ? mx[k][l] : hi;
+    }
   for (; i < n; ++i) {
     lo = v[i] < lo ? v[i] : lo;
     hi = v[i] > hi ? v[i] : hi;
