@@ -8,7 +8,7 @@ selectivity, it reports blocks read and skipped, bytes read, the reads a query i
 sidecars, see bench/README.md) and the median time, cold and warm, next to the full scan. Every answer
 is compared with NumPy on the source; a mismatch fails the run.
 
-    .venv/bin/python bench/query_bench.py [--size 256] [--reps 5] [--bits 12,14,16,18] [--sub-block 16:4,18:6]
+    .venv/bin/python bench/query_bench.py [--size 256] [--reps 5] [--bits 12,14,16,18] [--sub-block 14:2,16:4,18:6]
 """
 
 import argparse
@@ -234,9 +234,9 @@ def parse_args(argv):
     parser.add_argument("--reps", type=int, default=5, help="repetitions; medians are reported (default 5)")
     parser.add_argument("--bits", default="12,14,16,18",
                         help="bits_per_block values, statistics per block only (default 12,14,16,18)")
-    parser.add_argument("--sub-block", default="16:4,18:6",
-                        help="extra bpb:g variants with statistics of 2^g parts per block (default 16:4,18:6, which "
-                             "is what hzio.create picks for 16 and 18 when not told; '' none)")
+    parser.add_argument("--sub-block", default="14:2,16:4,18:6",
+                        help="extra bpb:g variants with statistics of 2^g parts per block (default 14:2,16:4,18:6, which "
+                             "is what hzio.create picks for 14, 16 and 18 when not told; '' none)")
     parser.add_argument("--selectivity", default="0.001,0.01,0.1,1", help="fractions of samples to match")
     parser.add_argument("--modes", default="mask,coords", help="query result forms: mask and/or coords")
     parser.add_argument("--dir", default=os.path.join(REPO_ROOT, "build", "bench_tmp"),

@@ -145,10 +145,15 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
   if (fill_default && missing > 0) {
     hzorder::fill_samples(out, static_cast<size_t>(view.grid.sample_count()), fc.dtype, fc.default_value);
   }
-  uint64_t span_bytes = 0;
+  uint64_t span_bytes = 0, needed_bytes = 0;
   for (const Span& s : spans) span_bytes += s.end - s.begin;
+  for (const auto& w : where)
+    if (w) needed_bytes += w->entry.size;
   std::vector<Span> streamed;
-  if (span_bytes >= kPrefetchThreadBytes) {
+  // Only dense reads are streamed: when the blocks are a small part of their files' spans (a slab of a
+  // collective read, whose neighbours' blocks lie in between), the kernel's own readahead, which reads
+  // through the gaps in large requests, measured faster.
+  if (span_bytes >= kPrefetchThreadBytes && 2 * needed_bytes >= span_bytes) {
     for (const auto& w : where)
       if (w) streamed.push_back({w->file.get(), w->entry.offset, w->entry.offset + w->entry.size});
   } else {
