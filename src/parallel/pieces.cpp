@@ -39,6 +39,31 @@ void gather_subgrid(const hzorder::Run& g, const Point& lo, const Point& hi, con
     }
 }
 
+// Statistics travel with a whole block as (count, min[comps], max[comps]) for the block, then for each
+// part: host byte order, like the rest of a record.
+uint64_t stats_wire_bytes(const Dataset::Impl& ds, int field) {
+  const auto& fc = ds.coding_[field];
+  if (fc.codec.kind != codec::CodecKind::kRaw) return 0;  // lossy codecs need the stored values' stats
+  const uint64_t ranges = 1 + (ds.files_->stats_bits() > 0 ? uint64_t{1} << ds.files_->stats_bits() : 0);
+  return ranges * (8 + 16 * static_cast<uint64_t>(fc.dtype.components));
+}
+
+std::byte* put_range(std::byte* out, const stats::RangeStats& r) {
+  std::memcpy(out, &r.count, 8);
+  std::memcpy(out + 8, r.min.data(), 8 * r.min.size());
+  std::memcpy(out + 8 + 8 * r.min.size(), r.max.data(), 8 * r.max.size());
+  return out + 8 + 16 * r.min.size();
+}
+
+const std::byte* get_range(const std::byte* in, size_t comps, stats::RangeStats& r) {
+  std::memcpy(&r.count, in, 8);
+  r.min.resize(comps);
+  r.max.resize(comps);
+  std::memcpy(r.min.data(), in + 8, 8 * comps);
+  std::memcpy(r.max.data(), in + 8 + 8 * comps, 8 * comps);
+  return in + 8 + 16 * comps;
+}
+
 std::byte* put_record(std::byte* out, const PieceHeader& h) {
   std::memcpy(out, &h, sizeof h);
   const uint64_t padded = (h.bytes + 7) & ~uint64_t{7};
@@ -63,6 +88,7 @@ void write_record(const Dataset::Impl& ds, int field, int64_t time, const Box& b
   if (lo == dlo && hi == dhi) {  // this rank holds every real sample of the block: encode it here
     h.whole = 1;
     h.bytes = ds.block_bytes(field);
+    h.stats_bytes = stats_wire_bytes(ds, field);
     std::byte* dst = put_record(out, h);
     if (range_count(dlo, dhi) < ds.idx_.samples_per_block()) {
       hzorder::fill_samples(dst, static_cast<size_t>(ds.idx_.samples_per_block()), fc.dtype, fc.default_value);
@@ -74,6 +100,14 @@ void write_record(const Dataset::Impl& ds, int field, int64_t time, const Box& b
     const double dt = now() - t0;
     times.phases.hz += dt;
     times.level_hz[static_cast<size_t>(ds.space_->level_of_block(block))] += dt;
+    if (h.stats_bytes > 0) {
+      const double t1 = now();
+      const stats::BlockStats st = stats::compute_block_stats(*ds.space_, block, fc.layout, std::span<const std::byte>(dst, h.bytes),
+                                                              fc.dtype, ds.idx_.box, ds.files_->stats_bits());
+      std::byte* at = put_range(dst + ((h.bytes + 7) & ~uint64_t{7}), st.block);
+      for (const auto& part : st.parts) at = put_range(at, part);
+      times.phases.stats += now() - t1;
+    }
     return;
   }
   for (int a = 0; a < 3; ++a) {
@@ -90,9 +124,9 @@ size_t record_bytes(const Dataset::Impl& ds, int field, const Box& box, uint64_t
   Point lo, hi, dlo, dhi;
   grid_range(g, box, lo, hi);
   grid_range(g, ds.idx_.box, dlo, dhi);
-  const uint64_t data = (lo == dlo && hi == dhi) ? ds.block_bytes(field)
-                                                 : static_cast<uint64_t>(range_count(lo, hi)) * ds.coding_[field].dtype.bytes();
-  return sizeof(PieceHeader) + ((data + 7) & ~uint64_t{7});
+  const bool whole = lo == dlo && hi == dhi;
+  const uint64_t data = whole ? ds.block_bytes(field) : static_cast<uint64_t>(range_count(lo, hi)) * ds.coding_[field].dtype.bytes();
+  return sizeof(PieceHeader) + ((data + 7) & ~uint64_t{7}) + (whole ? stats_wire_bytes(ds, field) : 0);
 }
 
 Status parse_records(std::span<const std::byte> buffer, std::vector<Record>& out) {
@@ -103,9 +137,13 @@ Status parse_records(std::span<const std::byte> buffer, std::vector<Record>& out
     std::memcpy(&r.header, buffer.data() + at, sizeof(PieceHeader));
     at += sizeof(PieceHeader);
     const uint64_t padded = (r.header.bytes + 7) & ~uint64_t{7};
-    if (padded > buffer.size() - at) return internal_error("truncated piece data in exchange buffer");
+    if (padded > buffer.size() - at || r.header.stats_bytes > buffer.size() - at - padded) {
+      return internal_error("truncated piece data in exchange buffer");
+    }
     r.data = buffer.data() + at;
     at += padded;
+    if (r.header.stats_bytes > 0) r.stats = buffer.data() + at;
+    at += r.header.stats_bytes;
     out.push_back(r);
   }
   return Status::ok();
@@ -221,8 +259,10 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
     const auto& recs = by_entry[entries[i]];
     const double t0 = now();
     const std::byte* data = nullptr;
+    const Record* carried = nullptr;  // the whole-block record whose statistics came with it
     if (last_whole(recs) == static_cast<int>(recs.size()) - 1) {  // the newest record is the whole block
       data = recs.back()->data;
+      if (recs.back()->stats) carried = recs.back();
     } else {
       errors[i] = assemble(ds, field, chunk.time, block, recs, raw[i]);
       data = raw[i].data();
@@ -232,7 +272,14 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
     if (!errors[i].is_ok()) return;
     const std::span<const std::byte> bytes(data, ds.block_bytes(field));
     if (raw_codec[i]) {
-      st[i] = stats::compute_block_stats(*ds.space_, block, fc.layout, bytes, fc.dtype, ds.idx_.box, ds.files_->stats_bits());
+      if (carried && carried->header.stats_bytes == stats_wire_bytes(ds, field)) {
+        const size_t comps = static_cast<size_t>(fc.dtype.components);
+        const std::byte* at = get_range(carried->stats, comps, st[i].block);
+        st[i].parts.resize(ds.files_->stats_bits() > 0 ? size_t{1} << ds.files_->stats_bits() : 0);
+        for (auto& part : st[i].parts) at = get_range(at, comps, part);
+      } else {
+        st[i] = stats::compute_block_stats(*ds.space_, block, fc.layout, bytes, fc.dtype, ds.idx_.box, ds.files_->stats_bits());
+      }
       sts[i] = now() - t1;
       const double t2 = now();
       errors[i] = where[i].first->write_at(where[i].second, bytes);

@@ -22,11 +22,13 @@ struct PieceHeader {
   int64_t lo[3] = {0, 0, 0};  // index range of the sub-grid in the block grid (x first)
   int64_t hi[3] = {0, 0, 0};
   uint64_t bytes = 0;
+  uint64_t stats_bytes = 0;  // statistics after the (padded) samples: whole blocks of raw fields only
 };
 
 struct Record {
   PieceHeader header;
   const std::byte* data = nullptr;
+  const std::byte* stats = nullptr;  // header.stats_bytes of serialized stats::BlockStats, or nullptr
 };
 
 // Per-rank seconds and per-level counters of one flush.
@@ -38,7 +40,9 @@ struct FlushTimes {
 };
 
 // Local. Appends the record for the samples of `block` inside the staged array `data` (covering `box`).
-// Whole blocks are HZ-encoded here with the core kernel; `times` gets restructure and hz seconds.
+// Whole blocks are HZ-encoded here with the core kernel; a raw field's whole block also gets its
+// statistics here, while it is still in this core's cache (on the aggregator it would come from
+// memory again). `times` gets restructure, hz and stats seconds.
 // Writes exactly record_bytes(...) bytes at `out`.
 void write_record(const Dataset::Impl& ds, int field, int64_t time, const Box& box, const std::byte* data,
                   uint64_t block, std::byte* out, FlushTimes& times);
