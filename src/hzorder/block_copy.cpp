@@ -1,6 +1,8 @@
 // The sample-moving kernels of HZ encode and decode (docs/design/hz-kernels.md explains the tables).
 #include "hzorder/block_copy.hpp"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -89,6 +91,14 @@ void copy_hz_whole(const Run& run, const Plan& p, std::byte* block, const ArrayV
   const int64_t hi_n = int64_t{1} << (nbits - lo_bits);
   std::byte* base = a.data + (p.array_start[2] * plane + p.array_start[1] * row + p.array_start[0]) * static_cast<int64_t>(S);
   std::byte* b = block + run.first * S;
+  // When x is one of the two lowest index bits and adjacent in the array, every 4 block samples are
+  // 2 neighbours in x from each of 2 rows: two 2-sample loads and a shuffle (x, then the other axis)
+  // or two 2-sample copies (x lowest) instead of 4 single-sample copies.
+  const bool x_contiguous = (S == 4 || S == 8) && nbits >= 2 && p.array_step[0] == 1;
+  const auto is_x_step = [&](int j) { return bits[j].first == 0 && bits[j].second == 0; };
+  const bool x_second = x_contiguous && is_x_step(1) && bits[0].first != 0;
+  const bool x_first = x_contiguous && is_x_step(0) && bits[1].first != 0;
+  const int64_t other = nbits >= 2 ? (x_second ? weight(0) : weight(1)) : 0;  // byte step to the second row
   int64_t hi_off = 0;
   for (int64_t h = 0; h < hi_n; ++h) {
     if (h) {  // the high-bit offset, summed over the set bits of h (a few adds per 64 samples)
@@ -96,7 +106,29 @@ void copy_hz_whole(const Run& run, const Plan& p, std::byte* block, const ArrayV
       for (int64_t v = h; v; v &= v - 1) hi_off += weight(lo_bits + __builtin_ctzll(static_cast<unsigned long long>(v)));
     }
     std::byte* arr = base + hi_off;
-    for (int64_t i = 0; i < lo_n; ++i, b += S) std::memcpy(b, arr + lo_off[i], S);
+    if (x_second) {
+      for (int64_t i = 0; i < lo_n; i += 4, b += 4 * S) {
+        const std::byte* r0 = arr + lo_off[i];
+        if constexpr (S == 4) {
+          const __m128 r0x = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(r0)));
+          const __m128 r1x = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(r0 + other)));
+          _mm_storeu_ps(reinterpret_cast<float*>(b), _mm_unpacklo_ps(r0x, r1x));
+        } else if constexpr (S == 8) {
+          const __m128d r0x = _mm_loadu_pd(reinterpret_cast<const double*>(r0));
+          const __m128d r1x = _mm_loadu_pd(reinterpret_cast<const double*>(r0 + other));
+          _mm_storeu_pd(reinterpret_cast<double*>(b), _mm_unpacklo_pd(r0x, r1x));
+          _mm_storeu_pd(reinterpret_cast<double*>(b + 16), _mm_unpackhi_pd(r0x, r1x));
+        }
+      }
+    } else if (x_first) {
+      for (int64_t i = 0; i < lo_n; i += 4, b += 4 * S) {
+        const std::byte* r0 = arr + lo_off[i];
+        std::memcpy(b, r0, 2 * S);
+        std::memcpy(b + 2 * S, r0 + other, 2 * S);
+      }
+    } else {
+      for (int64_t i = 0; i < lo_n; ++i, b += S) std::memcpy(b, arr + lo_off[i], S);
+    }
   }
 }
 

@@ -32,6 +32,38 @@ TEST(BlockCopy, EncodingABoxPutsEverySampleAtItsHzIndex) {
   }
 }
 
+// Every sample size the kernels specialize, and bitmasks whose lowest index bits put x first, second
+// or nowhere near the bottom (the paired fast paths of the whole-run encoder, and the general one).
+template <class T>
+void check_encoding(const char* bitmask, int bpb) {
+  HzSpace s(format::Bitmask::parse(bitmask).value(), bpb);
+  const Point p2 = s.bitmask().pow2_dims();
+  std::vector<T> src(static_cast<size_t>(p2[0] * p2[1] * p2[2]));
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<T>(i * 2654435761u + 7);
+  ArrayView view{reinterpret_cast<std::byte*>(src.data()), {{0, 0, 0}, {1, 1, 1}, p2}, sizeof(T)};
+  const Box all{{0, 0, 0}, p2};
+  const uint64_t n = uint64_t{1} << bpb;
+  for (uint64_t b = 0; b < s.block_count(); ++b) {
+    std::vector<T> block(n, T(-1));
+    for (const hzorder::Run& r : s.block_runs(b, Layout::kHzOrder))
+      copy_run(r, all, reinterpret_cast<std::byte*>(block.data()), view, Direction::kArrayToBlock);
+    for (uint64_t i = 0; i < n; ++i) {
+      const Point p = s.hz_to_point((b << bpb) + i);
+      ASSERT_EQ(block[i], src[static_cast<size_t>((p[2] * p2[1] + p[1]) * p2[0] + p[0])])
+          << bitmask << " block " << b << " sample " << i << " size " << sizeof(T);
+    }
+  }
+}
+
+TEST(BlockCopy, EncodingMatchesHzAddressingForEverySampleSizeAndBitOrder) {
+  for (const char* bitmask : {"V0120120120", "V2102102101", "V1201200012", "V0212010021", "V0011220120", "V2221110000", "V0101010101"}) {
+    check_encoding<uint8_t>(bitmask, 7);
+    check_encoding<uint32_t>(bitmask, 7);
+    check_encoding<uint64_t>(bitmask, 7);
+    check_encoding<double>(bitmask, 4);
+  }
+}
+
 TEST(BlockCopy, DecodingAtACoarseLevelFillsExactlyTheLevelGrid) {
   HzSpace s(format::Bitmask::parse("V012012012").value(), 4);
   std::mt19937 rng(3);
