@@ -2,6 +2,8 @@
 // (docs/design/read-path.md).
 #include <algorithm>
 #include <atomic>
+#include <climits>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -99,6 +101,62 @@ class Prefetcher {
 // Reads whose spans add up to less than this get plain hints from the calling thread.
 constexpr uint64_t kPrefetchThreadBytes = uint64_t{32} << 20;
 
+// Outputs at least this large are placed slab by slab when their blocks are all in the page cache.
+constexpr uint64_t kSlabReadBytes = uint64_t{64} << 20;
+constexpr int64_t kSlabBytes = int64_t{16} << 20;
+
+// A block ready to place: its samples, its runs of the wanted levels, and the range of coordinates it
+// spans along the slab axis of the output (the slowest one).
+struct PlacedBlock {
+  const std::byte* data;
+  std::vector<Run> runs;
+  Point lo, hi;  // per axis: first coordinate, last coordinate + 1
+};
+
+PlacedBlock placed_block(const hzorder::HzSpace& space, uint64_t block, Layout layout, const std::byte* data,
+                         int min_level, int level) {
+  PlacedBlock p{data, runs_to_place(space, block, layout, min_level, level), {}, {}};
+  for (int a = 0; a < kMaxDims; ++a) {
+    p.lo[a] = INT64_MAX;
+    p.hi[a] = INT64_MIN;
+  }
+  for (const Run& r : p.runs)
+    for (int a = 0; a < kMaxDims; ++a) {
+      p.lo[a] = std::min(p.lo[a], r.p0[a]);
+      p.hi[a] = std::max(p.hi[a], r.p0[a] + (r.ns[a] - 1) * r.delta[a] + 1);
+    }
+  return p;
+}
+
+// Places blocks slab by slab of the output (about 1 MiB each, along its slowest axis with more than one
+// sample), each slab on one worker, taking from every block only the samples of that slab. Placing
+// block by block scatters each block's stores over the whole array: every output cache line is fetched
+// from memory before being written, and the zeroed pages of a fresh array have long left the cache by
+// then. Slab by slab, the output is written while it is in cache; the blocks, already in the page cache,
+// are read once in small pieces. (A cold read goes block by block, so that the disk streams.)
+template <class ParallelFor>
+void place_in_slabs(const std::vector<PlacedBlock>& placed, const Box& box, const hzorder::ArrayView& view,
+                    ParallelFor parallel_for) {
+  const SampleGrid& g = view.grid;
+  int axis = kMaxDims - 1;
+  while (axis > 0 && g.count[axis] <= 1) --axis;
+  int64_t plane = static_cast<int64_t>(view.sample_bytes);
+  for (int a = 0; a < kMaxDims; ++a)
+    if (a != axis) plane *= g.count[a];
+  const int64_t rows = std::max<int64_t>(1, kSlabBytes / std::max<int64_t>(plane, 1));
+  const int64_t slabs = (g.count[axis] + rows - 1) / rows;
+  parallel_for(static_cast<size_t>(slabs), [&](size_t k) {
+    Box clip = box;
+    const int64_t first = static_cast<int64_t>(k) * rows, end = std::min(first + rows, g.count[axis]);
+    clip.lo[axis] = std::max(box.lo[axis], g.origin[axis] + first * g.spacing[axis]);
+    clip.hi[axis] = std::min(box.hi[axis], g.origin[axis] + end * g.spacing[axis]);
+    for (const PlacedBlock& p : placed) {
+      if (p.hi[axis] <= clip.lo[axis] || p.lo[axis] >= clip.hi[axis]) continue;
+      for (const Run& r : p.runs) hzorder::copy_run(r, clip, const_cast<std::byte*>(p.data), view, hzorder::Direction::kBlockToArray);
+    }
+  });
+}
+
 }  // namespace
 
 void Dataset::Impl::place_block(uint64_t block, Layout layout, const std::byte* data, const Box& box, int level,
@@ -160,6 +218,39 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
     for (const Span& s : spans)  // small scattered reads: one hint per file
       if (s.end - s.begin >= (uint64_t{1} << 20)) s.file->advise_willneed(s.begin, s.end - s.begin);
   }
+  // A raw block of a committed file can be placed straight from the page cache (one pass, no copy).
+  const auto mapped = [&](size_t i) {
+    return where[i] && where[i]->committed && (where[i]->entry.flags & 0xF) == 0 && where[i]->entry.size == bytes &&
+           !(keep && blocks[i] == 0) && where[i]->file->map_readonly() &&
+           where[i]->entry.offset + bytes <= where[i]->file->mapped_bytes();
+  };
+  const auto layout_of = [&](size_t i) {
+    return (where[i]->entry.flags & format::kFlagRowMajor) ? Layout::kRowMajor : Layout::kHzOrder;
+  };
+  if (!keep && static_cast<uint64_t>(view.grid.sample_count()) * fc.dtype.bytes() >= kSlabReadBytes) {
+    bool all_mapped = true;
+    for (size_t i = 0; i < blocks.size() && all_mapped; ++i) all_mapped = !where[i] || mapped(i);
+    bool resident = all_mapped;
+    for (size_t k = 0; k < spans.size() && resident; ++k) resident = spans[k].file->resident(spans[k].begin, spans[k].end - spans[k].begin);
+    if (resident) {
+      std::vector<PlacedBlock> placed;
+      for (size_t i = 0; i < blocks.size(); ++i) {
+        if (!where[i]) continue;
+        placed.push_back(placed_block(*space_, blocks[i], layout_of(i), where[i]->file->map_readonly() + where[i]->entry.offset,
+                                      min_level, level));
+        io.bytes_read += where[i]->entry.size;
+      }
+      place_in_slabs(placed, box, view, [&](size_t n, const std::function<void(size_t)>& fn) { pool_.parallel_for(n, fn); });
+      if (report) {
+        report->files_opened += io.files_opened;
+        report->bytes_read += io.bytes_read;
+        report->blocks_read += static_cast<int64_t>(placed.size());
+        report->blocks_missing += missing;
+        report->min_bytes += io.bytes_read;
+      }
+      return Status::ok();
+    }
+  }
   Prefetcher prefetcher(std::move(streamed));
 
   std::mutex mutex;
@@ -175,11 +266,8 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
     if (keep && b == 0 && keep->blocks.count(0)) {
       layout = keep->blocks[0].first;
       data = keep->blocks[0].second.data();
-    } else if (where[i] && where[i]->committed && (where[i]->entry.flags & 0xF) == 0 && where[i]->entry.size == bytes &&
-               !(keep && b == 0) && where[i]->file->map_readonly() &&
-               where[i]->entry.offset + bytes <= where[i]->file->mapped_bytes()) {
-      // A raw block of a committed file: place it straight from the page cache (one pass, no copy).
-      layout = (where[i]->entry.flags & format::kFlagRowMajor) ? Layout::kRowMajor : Layout::kHzOrder;
+    } else if (mapped(i)) {
+      layout = layout_of(i);
       data = where[i]->file->map_readonly() + where[i]->entry.offset;
       mine.bytes_read += where[i]->entry.size;
       read += 1;

@@ -269,6 +269,28 @@ def test_large_reads_streamed_by_the_prefetch_thread_are_exact(tmp_path, rng):
         np.testing.assert_array_equal(ds.read(box=box), src[3:150, 17:250, 5:201])
 
 
+@pytest.mark.parametrize("shape,layout", [((128, 256, 520), "hzorder"), ((4100, 4096), "rowmajor")])
+def test_reads_of_64_mib_and_more_placed_slab_by_slab_are_exact(tmp_path, rng, shape, layout):
+    """Outputs of 64 MiB and more whose blocks are in the page cache (just written) are placed slab by
+    slab of the output; a slab never written reads as the default value (its finest blocks are missing),
+    sub-boxes and coarse levels stay exact."""
+    src = rng.standard_normal(shape, dtype=np.float32)
+    path = str(tmp_path / "slabs.idx")
+    h0, h1 = shape[0] // 3, shape[0] // 3 + shape[0] // 4
+    with hzio.create(path, shape=shape, fields={"f": "float32"}, layout=layout, bits_per_block=14) as ds:
+        ds.write(src[:h0])
+        ds.write(src[h1:], offset=(h1,) + (0,) * (len(shape) - 1))
+    src[h0:h1] = 0
+    with hzio.open(path) as ds:
+        np.testing.assert_array_equal(ds.read(), src)
+        rep = dict(ds.last_report)
+        assert rep["blocks_missing"] > 0 and rep["bytes_read"] == rep["min_bytes"], rep
+        lo = tuple(n // 7 for n in shape)
+        np.testing.assert_array_equal(ds.read(box=(lo, shape)), src[tuple(slice(l, None) for l in lo)])
+        level = ds.max_level - 2
+        np.testing.assert_array_equal(ds.read(level=level), he.expected_level(src, ds.bitmask, full_box(shape), level))
+
+
 def test_level_grid_is_the_points_of_hz_level_at_most_h(rng):
     """The two oracles agree: the level-H grid of a box is its points of hz level <= H."""
     for ndim in (2, 3):
