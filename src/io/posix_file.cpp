@@ -55,7 +55,6 @@ const std::byte* File::map_readonly() const {
     if (fd_ < 0 || ::fstat(fd_, &st) != 0 || st.st_size <= 0) return;
     void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd_, 0);
     if (p == MAP_FAILED) return;
-    ::madvise(p, static_cast<size_t>(st.st_size), MADV_WILLNEED);
     map_ = p;
     map_bytes_ = static_cast<size_t>(st.st_size);
   });
