@@ -124,8 +124,11 @@ class Dataset {
   std::vector<int64_t> file_first_blocks() const;
   // Local. Computes the statistics of every block of one data file (all fields) and writes its
   // .hzstats sidecar atomically, replacing any older one; the data file is not modified. A missing data
-  // file is skipped. Returns the number of blocks indexed. Errors: kCorrupt, kIo.
-  Result<int64_t> index_file(int64_t time, int64_t first_block, int sub_block_bits);
+  // file is skipped. sub_block_bits: 2^N parts per block, or kDatasetGrain: the grain of the .idx's
+  // (hzio stats) key, or without the key parts of 4096 samples. Returns the number of blocks indexed.
+  // Errors: kCorrupt, kIo, kInvalidArgument (grain out of range).
+  static constexpr int kDatasetGrain = -1;
+  Result<int64_t> index_file(int64_t time, int64_t first_block, int sub_block_bits = kDatasetGrain);
 
   // Local. Reads and decodes one block. OK for a missing block. Errors: kCorrupt naming the file and
   // block, kIo.

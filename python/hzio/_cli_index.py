@@ -43,7 +43,7 @@ def index(args):
     --------
     ``mpiexec -n 4 hzio index /data/run42.idx --sub-block-bits 4``
     """
-    if args.sub_block_bits < 0:
+    if args.sub_block_bits is not None and args.sub_block_bits < 0:
         raise UsageError(f"--sub-block-bits must be non-negative, got {args.sub_block_bits}")
     comm = world_comm()
     summary = hzio.index(args.dataset, sub_block_bits=args.sub_block_bits, comm=comm)
@@ -66,6 +66,6 @@ def index(args):
         print_fields([("data files", str(result["files"])), ("blocks", f"{result['blocks']} indexed; "
                                                                       f"{known} of {present} present blocks "
                                                                       "now have statistics"),
-                      ("sub-block bits", str(args.sub_block_bits)), ("ranks", str(result["ranks"])),
+                      ("sub-block bits", "the dataset's" if args.sub_block_bits is None else str(args.sub_block_bits)), ("ranks", str(result["ranks"])),
                       ("seconds", f"{result['seconds']:.3f}")])
     return 0

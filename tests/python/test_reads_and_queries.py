@@ -641,3 +641,26 @@ def test_default_statistics_have_parts_of_4096_samples_and_read_less_than_per_bl
         np.testing.assert_array_equal(coords, want)
         np.testing.assert_array_equal(values, field[tuple(want.T)])
     assert read["default"] < read["per-block"], read
+
+
+def _sidecar_grain(sidecar):
+    return int(np.frombuffer(Path(sidecar).read_bytes()[24:28], "<u4")[0])  # docs/format.md "Statistics sidecar"
+
+
+def test_index_keeps_the_dataset_grain_or_picks_parts_of_4096_samples(tmp_path, rng):
+    """hzio.index() without sub_block_bits uses the grain of the (hzio stats) key; for a dataset without
+    the key (written elsewhere) it picks parts of 4096 samples, as hzio.create does."""
+    path = tmp_path / "grain.idx"
+    with hzio.create(str(path), shape=(64, 64, 64), fields={"f": "float32"}, stats_sub_block_bits=2) as ds:
+        ds.write(rng.standard_normal((64, 64, 64), dtype=np.float32))
+    sidecars = sorted(tmp_path.rglob("*.hzstats"))
+    assert sidecars and all(_sidecar_grain(s) == 2 for s in sidecars)
+    hzio.index(str(path))
+    assert all(_sidecar_grain(s) == 2 for s in sidecars)
+    text = path.read_text()
+    assert "(hzio stats)\nv1 sub_block_bits=2\n" in text
+    path.write_text(text.replace("(hzio stats)\nv1 sub_block_bits=2\n", ""))  # as another tool writes it
+    hzio.index(str(path))
+    assert all(_sidecar_grain(s) == 4 for s in sidecars)  # 2**16-sample blocks: 16 parts of 4096
+    with pytest.raises(hzio.InvalidArgumentError):
+        hzio.index(str(path), sub_block_bits=-1)
