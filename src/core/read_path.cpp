@@ -102,6 +102,8 @@ class Prefetcher {
 constexpr uint64_t kPrefetchThreadBytes = uint64_t{32} << 20;
 
 // Outputs at least this large are placed slab by slab when their blocks are all in the page cache.
+// Slabs of 16 MiB measured best among 1 to 32 MiB for a 512^3 float32 read (bench/README.md): smaller
+// ones re-read each block's cache lines for neighbouring slabs, larger ones leave the cache.
 constexpr uint64_t kSlabReadBytes = uint64_t{64} << 20;
 constexpr int64_t kSlabBytes = int64_t{16} << 20;
 
@@ -128,7 +130,7 @@ PlacedBlock placed_block(const hzorder::HzSpace& space, uint64_t block, Layout l
   return p;
 }
 
-// Places blocks slab by slab of the output (about 1 MiB each, along its slowest axis with more than one
+// Places blocks slab by slab of the output (kSlabBytes each, along its slowest axis with more than one
 // sample), each slab on one worker, taking from every block only the samples of that slab. Placing
 // block by block scatters each block's stores over the whole array: every output cache line is fetched
 // from memory before being written, and the zeroed pages of a fresh array have long left the cache by
