@@ -45,7 +45,12 @@ class ParallelDataset::Impl {
   // What this rank sends and receives in one round. Every size follows from the plan and the boxes
   // every rank staged, so a round needs no message-size exchange.
   struct RoundIo {
-    std::vector<std::pair<const Staged*, uint64_t>> items;  // records to send, by destination rank
+    struct Item {
+      const Staged* staged;
+      uint64_t block;
+      size_t bytes;  // record_bytes of it
+    };
+    std::vector<Item> items;  // records to send, by destination rank
     std::vector<int64_t> send_displs;                        // per rank, plus the end; bytes
     std::vector<int64_t> recv_counts;                        // per rank; 0 for this rank
   };
@@ -203,8 +208,8 @@ ParallelDataset::Impl::RoundIo ParallelDataset::Impl::round_io(const parallel::W
       for (const Staged& st : staged) {
         if (st.time != chunk.time) continue;
         for (uint64_t b : in_chunk(chunk, st.field, st.blocks)) {
-          io.items.push_back({&st, b});
-          total += static_cast<int64_t>(parallel::record_bytes(d, st.field, st.box, b));
+          io.items.push_back({&st, b, parallel::record_bytes(d, st.field, st.box, b)});
+          total += static_cast<int64_t>(io.items.back().bytes);
         }
       }
     }
@@ -228,9 +233,10 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
                                             const RoundIo& io, parallel::FlushTimes& t) {
   auto& d = ds();
   size_t filled = 0;
-  for (const auto& [st, block] : io.items) {
-    parallel::write_record(d, st->field, st->time, st->box, st->data, block, send_buffer.data() + filled, t);
-    filled += parallel::record_bytes(d, st->field, st->box, block);
+  for (const auto& item : io.items) {
+    const Staged& st = *item.staged;
+    parallel::write_record(d, st.field, st.time, st.box, st.data, item.block, send_buffer.data() + filled, t);
+    filled += item.bytes;
   }
   const double t0 = now();
   // Sizes fit in int: flush() checked every round before the first.
