@@ -48,6 +48,26 @@ Result<SampleGrid> ProgressiveRead::next_grid() const {
   return impl_->ds->space_->grid_in_box(impl_->box, next_level());
 }
 
+namespace {
+
+// Copies the previous step's grid `p` (samples `prev`) into its places in this step's grid: sample
+// (x, y, z) of p goes to start + (x, y, z) * stride. S is the sample size (0: given as `sb`).
+template <size_t S>
+void place_previous(const std::byte* prev, const SampleGrid& p, std::byte* out, const SampleGrid& grid, const Point& start,
+                    const Point& stride, size_t sb = S) {
+  const size_t size = S ? S : sb;
+  for (int64_t z = 0; z < p.count[2]; ++z)
+    for (int64_t y = 0; y < p.count[1]; ++y) {
+      const std::byte* from = prev + static_cast<size_t>((z * p.count[1] + y) * p.count[0]) * size;
+      std::byte* to = out + static_cast<size_t>(((start[2] + z * stride[2]) * grid.count[1] + start[1] + y * stride[1]) *
+                                                    grid.count[0] + start[0]) * size;
+      const size_t step = static_cast<size_t>(stride[0]) * size;
+      for (int64_t x = 0; x < p.count[0]; ++x, from += size, to += step) std::memcpy(to, from, S ? S : size);
+    }
+}
+
+}  // namespace
+
 Status ProgressiveRead::next(void* out_void, size_t out_bytes, ReadReport* report) {
   HZIO_ASSIGN_OR_RETURN(SampleGrid grid, next_grid());
   auto& s = *impl_;
@@ -68,13 +88,15 @@ Status ProgressiveRead::next(void* out_void, size_t out_bytes, ReadReport* repor
       start[a] = (p.origin[a] - grid.origin[a]) / grid.spacing[a];
       stride[a] = p.spacing[a] / grid.spacing[a];
     }
-    for (int64_t z = 0; z < p.count[2]; ++z)
-      for (int64_t y = 0; y < p.count[1]; ++y)
-        for (int64_t x = 0; x < p.count[0]; ++x) {
-          const int64_t to = ((start[2] + z * stride[2]) * grid.count[1] + start[1] + y * stride[1]) * grid.count[0] +
-                             start[0] + x * stride[0];
-          std::memcpy(out + to * sb, s.prev.data() + ((z * p.count[1] + y) * p.count[0] + x) * sb, sb);
-        }
+    switch (sb) {  // a fixed size lets the compiler turn each sample's copy into one move
+      case 1: place_previous<1>(s.prev.data(), p, out, grid, start, stride); break;
+      case 2: place_previous<2>(s.prev.data(), p, out, grid, start, stride); break;
+      case 4: place_previous<4>(s.prev.data(), p, out, grid, start, stride); break;
+      case 8: place_previous<8>(s.prev.data(), p, out, grid, start, stride); break;
+      case 12: place_previous<12>(s.prev.data(), p, out, grid, start, stride); break;
+      case 16: place_previous<16>(s.prev.data(), p, out, grid, start, stride); break;
+      default: place_previous<0>(s.prev.data(), p, out, grid, start, stride, sb); break;
+    }
     min_level = s.levels[s.step - 1] + 1;
   }
   ReadReport local;
