@@ -19,6 +19,7 @@ struct Unit {
 // Chunks hold at most this many decoded bytes even under a larger budget: aggregators start writing,
 // and the disk starts working, after a fraction of the data is exchanged.
 constexpr int64_t kRoundBytes = int64_t{16} << 20;
+constexpr int64_t kFirstRoundBytes = int64_t{4} << 20;  // an aggregator's first chunk: the disk starts sooner
 
 using UnitKey = std::pair<int64_t, int64_t>;  // time, first block
 
@@ -87,7 +88,9 @@ WritePlan make_write_plan(const format::IdxFile& idx, const hzorder::HzSpace& sp
     Chunk c{key.first, key.second, -1, -1, agg, 0};
     for (int64_t e : unit.entries) {
       const int64_t eb = block_bytes[static_cast<size_t>(e / idx.blocks_per_file)];
-      if (c.entry_begin >= 0 && c.bytes + eb > chunk_cap) {
+      // An aggregator's first chunk is smaller still, so that the disk starts sooner.
+      const int64_t cap = queue[agg].empty() ? std::min(chunk_cap, kFirstRoundBytes) : chunk_cap;
+      if (c.entry_begin >= 0 && c.bytes + eb > cap) {
         queue[agg].push_back(static_cast<int>(plan.chunks.size()));
         plan.chunks.push_back(c);
         c = Chunk{key.first, key.second, -1, -1, agg, 0};
