@@ -54,7 +54,7 @@ struct Span {
 };
 
 // Streams the payloads of a large read into the page cache from a helper thread, in the order the
-// workers place blocks (per file, neighbouring blocks merged into requests of up to 4 MiB), so a cold
+// workers place blocks (per file, neighbouring blocks merged into requests of up to 64 MiB), so a cold
 // read keeps the disk busy while the cores decode; the workers' page faults then find pages read or on
 // their way. Ranges already in the page cache are skipped, so a warm read costs a mincore per request.
 // Stops early when destroyed.
@@ -75,7 +75,8 @@ class Prefetcher {
     if (!s.file->resident(s.begin, s.end - s.begin)) s.file->advise_willneed(s.begin, s.end - s.begin);
   }
   void run(const std::vector<Span>& blocks) {
-    constexpr uint64_t kRequest = uint64_t{4} << 20, kGap = uint64_t{64} << 10;
+    // Requests of up to 64 MiB: a cold 512^3 read took 0.43-0.57 s with them, 0.50-0.65 s with 4 MiB.
+    constexpr uint64_t kRequest = uint64_t{64} << 20, kGap = uint64_t{64} << 10;
     std::map<const io::File*, Span> pending;  // the request being built for each file
     for (const Span& b : blocks) {
       if (stop_) return;
