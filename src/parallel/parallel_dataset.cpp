@@ -27,7 +27,6 @@ class ParallelDataset::Impl {
     Box box;
     util::LargeBuffer copy;        // the caller's samples, unless borrowed
     const std::byte* data = nullptr;  // the samples: copy.data() or the caller's buffer
-    std::vector<uint64_t> blocks;  // every block the box touches, ascending
   };
 
   MPI_Comm comm = MPI_COMM_NULL;
@@ -54,8 +53,9 @@ class ParallelDataset::Impl {
     std::vector<int64_t> send_displs;                        // per rank, plus the end; bytes
     std::vector<int64_t> recv_counts;                        // per rank; 0 for this rank
   };
+  // boxes: every rank's, in rank order; this rank's are boxes[mine + k] for staged[k].
   RoundIo round_io(const parallel::WritePlan& plan, const std::vector<int>& round,
-                   const std::vector<parallel::BoxInfo>& boxes, const std::vector<std::vector<uint64_t>>& box_blocks);
+                   const std::vector<parallel::BoxInfo>& boxes, size_t mine);
   // Local status: a failing rank still joins every later round, and flush() agrees once at the end.
   Status exchange_round(const parallel::WritePlan& plan, const std::vector<int>& round, const RoundIo& io,
                         parallel::FlushTimes& t);
@@ -153,7 +153,7 @@ Status ParallelDataset::Impl::stage(const Box& box, std::string_view field, int6
                             d.coding_[f].dtype.to_string() + ", got " + std::to_string(size_bytes));
   }
   if (size_bytes > 0 && data == nullptr) return invalid_argument("write of box " + box.to_string() + ": no data");
-  Staged s{f, time, box, {}, static_cast<const std::byte*>(data), parallel::blocks_of_box(*d.space_, box)};
+  Staged s{f, time, box, {}, static_cast<const std::byte*>(data)};
   if (!borrow && size_bytes > 0) {
     try {
       s.copy.reset(size_bytes);
@@ -179,7 +179,7 @@ Status ParallelDataset::write_box_borrowed(const Box& box, std::string_view fiel
 ParallelDataset::Impl::RoundIo ParallelDataset::Impl::round_io(const parallel::WritePlan& plan,
                                                                const std::vector<int>& round,
                                                                const std::vector<parallel::BoxInfo>& boxes,
-                                                               const std::vector<std::vector<uint64_t>>& box_blocks) {
+                                                               size_t mine) {
   auto& d = ds();
   const int64_t bpf = d.idx_.blocks_per_file;
   // The blocks of an ascending list that a chunk holds for one field: its entries of a field are one
@@ -205,9 +205,10 @@ ParallelDataset::Impl::RoundIo ParallelDataset::Impl::round_io(const parallel::W
     io.send_displs[static_cast<size_t>(r)] = total;
     for (; next < order.size() && plan.chunks[static_cast<size_t>(order[next])].aggregator == r; ++next) {
       const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(order[next])];
-      for (const Staged& st : staged) {
+      for (size_t k = 0; k < staged.size(); ++k) {
+        const Staged& st = staged[k];
         if (st.time != chunk.time) continue;
-        for (uint64_t b : in_chunk(chunk, st.field, st.blocks)) {
+        for (uint64_t b : in_chunk(chunk, st.field, plan.box_blocks[mine + k])) {
           io.items.push_back({&st, b, parallel::record_bytes(d, st.field, st.box, b)});
           total += static_cast<int64_t>(io.items.back().bytes);
         }
@@ -222,7 +223,7 @@ ParallelDataset::Impl::RoundIo ParallelDataset::Impl::round_io(const parallel::W
     for (size_t i = 0; i < boxes.size(); ++i) {
       const parallel::BoxInfo& b = boxes[i];
       if (b.rank == rank || b.time != chunk.time) continue;
-      for (uint64_t block : in_chunk(chunk, b.field, box_blocks[i]))
+      for (uint64_t block : in_chunk(chunk, b.field, plan.box_blocks[i]))
         io.recv_counts[static_cast<size_t>(b.rank)] += static_cast<int64_t>(parallel::record_bytes(d, b.field, b.box, block));
     }
   }
@@ -345,17 +346,14 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
   std::vector<int64_t> block_bytes;
   for (size_t f = 0; f < d.coding_.size(); ++f) block_bytes.push_back(static_cast<int64_t>(d.block_bytes(static_cast<int>(f))));
   const parallel::WritePlan plan = parallel::make_write_plan(d.idx_, *d.space_, boxes, size, options, block_bytes);
-  // Block lists of every box (this rank's are staged already), then each round's sends and receives,
-  // so that the buffers are sized once and the size limits agreed once for the whole flush.
-  std::vector<std::vector<uint64_t>> box_blocks(boxes.size());
-  for (size_t i = 0, mine_i = 0; i < boxes.size(); ++i) {
-    if (boxes[i].rank == rank) box_blocks[i] = staged[mine_i++].blocks;
-    else box_blocks[i] = parallel::blocks_of_box(*d.space_, boxes[i].box);
-  }
+  // Each round's sends and receives up front, so that the buffers are sized once and the size limits
+  // agreed once for the whole flush.
+  size_t mine_at = 0;  // this rank's first box in `boxes`
+  for (int r = 0; r < rank; ++r) mine_at += static_cast<size_t>(counts[r] / 8);
   std::vector<RoundIo> rounds;
   int64_t send_max = 0, recv_max = 0;
   for (const auto& round : plan.rounds) {
-    rounds.push_back(round_io(plan, round, boxes, box_blocks));
+    rounds.push_back(round_io(plan, round, boxes, mine_at));
     int64_t recv = 0;
     for (int64_t n : rounds.back().recv_counts) recv += n;
     send_max = std::max(send_max, rounds.back().send_displs.back());

@@ -147,18 +147,24 @@ TEST(ParallelWrite, ByteIdenticalToOneProcessForRandomDecompositions) {
   for (size_t i = 0; i < std::size(cases); ++i) run_case(cases[i], static_cast<int>(i));
 }
 
+// A dataset of one float32 field "a" in HZ order, replacing any older one.
+CreateOptions float_field(const Point& dims, const std::string& codec, int bpb, int64_t bpf) {
+  CreateOptions o;
+  o.dims = {dims[0], dims[1], dims[2]};
+  o.fields = {{"a", {Scalar::kFloat32, 1}, codec, Layout::kHzOrder, 0}};
+  o.bits_per_block = bpb;
+  o.blocks_per_file = bpf;
+  o.overwrite = true;
+  return o;
+}
+
 // One aggregator's disk fills up in the middle of a flush: every rank gets the error (no rank hangs in
 // a later round), and the dataset keeps its last commit.
 TEST(ParallelWrite, AFullDiskOnOneRankFailsTheFlushEverywhereAndKeepsTheLastCommit) {
   const std::string path = g_dir + "/full.idx";
   const Point dims{32, 32, 64};
-  CreateOptions o;
-  o.dims = {dims[0], dims[1], dims[2]};
-  o.fields = {{"a", {Scalar::kFloat32, 1}, "raw", Layout::kHzOrder, 0}};
-  o.bits_per_block = 6;  // 1024 blocks in 256 files: every rank aggregates some
-  o.blocks_per_file = 4;
+  CreateOptions o = float_field(dims, "raw", 6, 4);  // 1024 blocks in 256 files: every rank aggregates some
   o.times = {0, 1};
-  o.overwrite = true;
   ParallelOptions p;
   p.aggregator_bytes = 1024;  // many rounds
   auto ds = ParallelDataset::create(MPI_COMM_WORLD, path, o, p).value();
@@ -192,12 +198,7 @@ TEST(ParallelWrite, AFullDiskOnOneRankFailsTheFlushEverywhereAndKeepsTheLastComm
 TEST(ParallelRead, IndependentAndTwoPhaseReadsEqualOneProcessReads) {
   const std::string path = g_dir + "/read.idx";
   const Point dims{40, 24, 18};
-  CreateOptions o;
-  o.dims = {dims[0], dims[1], dims[2]};
-  o.fields = {{"a", {Scalar::kFloat32, 1}, "zip", Layout::kHzOrder, 0}};
-  o.bits_per_block = 7;
-  o.blocks_per_file = 4;
-  o.overwrite = true;
+  const CreateOptions o = float_field(dims, "zip", 7, 4);
   auto all = values<float>(dims, 1, 3);
   if (g_rank == 0) {
     auto ds = Dataset::create(path, o).value();

@@ -9,6 +9,7 @@
 #include "format/file_name.hpp"
 #include "hzorder/block_copy.hpp"
 #include "stats/block_stats.hpp"
+#include "stats/stats_file.hpp"
 
 namespace hzio::parallel {
 namespace {
@@ -39,29 +40,13 @@ void gather_subgrid(const hzorder::Run& g, const Point& lo, const Point& hi, con
     }
 }
 
-// Statistics travel with a whole block as (count, min[comps], max[comps]) for the block, then for each
-// part: host byte order, like the rest of a record.
+// Statistics travel with a whole block as the block's and then each part's range record, in the
+// sidecar's form (stats/stats_file.hpp).
 uint64_t stats_wire_bytes(const Dataset::Impl& ds, int field) {
   const auto& fc = ds.coding_[field];
   if (fc.codec.kind != codec::CodecKind::kRaw) return 0;  // lossy codecs need the stored values' stats
   const uint64_t ranges = 1 + (ds.files_->stats_bits() > 0 ? uint64_t{1} << ds.files_->stats_bits() : 0);
-  return ranges * (8 + 16 * static_cast<uint64_t>(fc.dtype.components));
-}
-
-std::byte* put_range(std::byte* out, const stats::RangeStats& r) {
-  std::memcpy(out, &r.count, 8);
-  std::memcpy(out + 8, r.min.data(), 8 * r.min.size());
-  std::memcpy(out + 8 + 8 * r.min.size(), r.max.data(), 8 * r.max.size());
-  return out + 8 + 16 * r.min.size();
-}
-
-const std::byte* get_range(const std::byte* in, size_t comps, stats::RangeStats& r) {
-  std::memcpy(&r.count, in, 8);
-  r.min.resize(comps);
-  r.max.resize(comps);
-  std::memcpy(r.min.data(), in + 8, 8 * comps);
-  std::memcpy(r.max.data(), in + 8 + 8 * comps, 8 * comps);
-  return in + 8 + 16 * comps;
+  return ranges * stats::range_record_bytes(fc.dtype.components);
 }
 
 std::byte* put_record(std::byte* out, const PieceHeader& h) {
@@ -104,8 +89,9 @@ void write_record(const Dataset::Impl& ds, int field, int64_t time, const Box& b
       const double t1 = now();
       const stats::BlockStats st = stats::compute_block_stats(*ds.space_, block, fc.layout, std::span<const std::byte>(dst, h.bytes),
                                                               fc.dtype, ds.idx_.box, ds.files_->stats_bits());
-      std::byte* at = put_range(dst + ((h.bytes + 7) & ~uint64_t{7}), st.block);
-      for (const auto& part : st.parts) at = put_range(at, part);
+      const int comps = fc.dtype.components;
+      std::byte* at = stats::write_range_record(dst + ((h.bytes + 7) & ~uint64_t{7}), st.block, comps);
+      for (const auto& part : st.parts) at = stats::write_range_record(at, part, comps);
       times.phases.stats += now() - t1;
     }
     return;
@@ -273,10 +259,10 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
     const std::span<const std::byte> bytes(data, ds.block_bytes(field));
     if (raw_codec[i]) {
       if (carried && carried->header.stats_bytes == stats_wire_bytes(ds, field)) {
-        const size_t comps = static_cast<size_t>(fc.dtype.components);
-        const std::byte* at = get_range(carried->stats, comps, st[i].block);
+        const int comps = fc.dtype.components;
+        const std::byte* at = stats::read_range_record(carried->stats, st[i].block, comps);
         st[i].parts.resize(ds.files_->stats_bits() > 0 ? size_t{1} << ds.files_->stats_bits() : 0);
-        for (auto& part : st[i].parts) at = get_range(at, comps, part);
+        for (auto& part : st[i].parts) at = stats::read_range_record(at, part, comps);
       } else {
         st[i] = stats::compute_block_stats(*ds.space_, block, fc.layout, bytes, fc.dtype, ds.idx_.box, ds.files_->stats_bits());
       }

@@ -57,15 +57,17 @@ std::vector<uint64_t> blocks_of_box(const hzorder::HzSpace& space, const Box& bo
 WritePlan make_write_plan(const format::IdxFile& idx, const hzorder::HzSpace& space, const std::vector<BoxInfo>& boxes,
                           int ranks, const ParallelOptions& options, const std::vector<int64_t>& block_bytes) {
   std::map<UnitKey, Unit> units;
+  WritePlan plan;
+  plan.box_blocks.reserve(boxes.size());
   for (const BoxInfo& b : boxes) {
-    for (uint64_t block : blocks_of_box(space, b.box)) {
+    plan.box_blocks.push_back(blocks_of_box(space, b.box));
+    for (uint64_t block : plan.box_blocks.back()) {
       const int64_t first = format::first_block_of_file(idx, static_cast<int64_t>(block));
       Unit& u = units[{b.time, first}];
       u.holders.insert(b.rank);
       u.entries.insert(b.field * idx.blocks_per_file + format::slot_in_file(idx, static_cast<int64_t>(block)));
     }
   }
-  WritePlan plan;
   plan.files = static_cast<int64_t>(units.size());
   std::vector<int64_t> load(static_cast<size_t>(ranks), 0);
   std::set<int> chosen;

@@ -35,6 +35,7 @@ struct WritePlan {
   std::vector<std::vector<int>> rounds;  // chunk indices of each round
   int aggregators = 0;                   // distinct aggregator ranks
   int64_t files = 0;
+  std::vector<std::vector<uint64_t>> box_blocks;  // blocks_of_box of each input box, in input order
 };
 
 // Local. Every block a box touches, levels 0..max_level, ascending.

@@ -25,18 +25,29 @@ T get(const std::byte* p) {
   return v;
 }
 
-size_t range_bytes(int comps) { return 8 + 16 * static_cast<size_t>(comps); }
-
 void put_range(std::vector<std::byte>& out, const RangeStats& r, int comps) {
-  put<uint64_t>(out, r.count);
-  for (int c = 0; c < comps; ++c) {
-    const bool have = r.count != 0 && r.count != kUnknown && static_cast<size_t>(c) < r.min.size();
-    put<double>(out, have ? r.min[static_cast<size_t>(c)] : 0.0);
-    put<double>(out, have ? r.max[static_cast<size_t>(c)] : 0.0);
-  }
+  const size_t at = out.size();
+  out.resize(at + range_record_bytes(comps));
+  write_range_record(out.data() + at, r, comps);
 }
 
-const std::byte* get_range(const std::byte* p, RangeStats& r, int comps) {
+}  // namespace
+
+size_t range_record_bytes(int comps) { return 8 + 16 * static_cast<size_t>(comps); }
+
+std::byte* write_range_record(std::byte* p, const RangeStats& r, int comps) {
+  std::memcpy(p, &r.count, 8);  // little-endian hosts only (x86-64, aarch64)
+  p += 8;
+  for (int c = 0; c < comps; ++c, p += 16) {
+    const bool have = r.count != 0 && r.count != kUnknown && static_cast<size_t>(c) < r.min.size();
+    const double mn = have ? r.min[static_cast<size_t>(c)] : 0.0, mx = have ? r.max[static_cast<size_t>(c)] : 0.0;
+    std::memcpy(p, &mn, 8);
+    std::memcpy(p + 8, &mx, 8);
+  }
+  return p;
+}
+
+const std::byte* read_range_record(const std::byte* p, RangeStats& r, int comps) {
   r.count = get<uint64_t>(p);
   p += 8;
   r.min.resize(static_cast<size_t>(comps));
@@ -47,8 +58,6 @@ const std::byte* get_range(const std::byte* p, RangeStats& r, int comps) {
   }
   return p;
 }
-
-}  // namespace
 
 uint32_t crc32_of(std::span<const std::byte> bytes) {
   uLong crc = crc32(0L, Z_NULL, 0);
@@ -105,7 +114,7 @@ Result<StatsTable> decode_stats_file(std::span<const std::byte> bytes, const std
   const size_t fields_bytes = (components.size() + components.size() % 2) * 4;
   const size_t parts = t.sub_block_bits > 0 ? size_t{1} << t.sub_block_bits : 0;
   size_t want = kHeaderBytes + fields_bytes;
-  for (int c : components) want += static_cast<size_t>(blocks_per_file) * (1 + parts) * range_bytes(c);
+  for (int c : components) want += static_cast<size_t>(blocks_per_file) * (1 + parts) * range_record_bytes(c);
   if (bytes.size() != want) return corrupt(where + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(want));
   for (size_t f = 0; f < components.size(); ++f) {
     if (get<uint32_t>(p + kHeaderBytes + 4 * f) != static_cast<uint32_t>(components[f])) return corrupt(where + "component counts differ");
@@ -114,9 +123,9 @@ Result<StatsTable> decode_stats_file(std::span<const std::byte> bytes, const std
   t.entries.resize(components.size() * static_cast<size_t>(blocks_per_file));
   for (size_t i = 0; i < t.entries.size(); ++i) {
     const int comps = components[i / static_cast<size_t>(blocks_per_file)];
-    p = get_range(p, t.entries[i].block, comps);
+    p = read_range_record(p, t.entries[i].block, comps);
     t.entries[i].parts.resize(parts);
-    for (size_t k = 0; k < parts; ++k) p = get_range(p, t.entries[i].parts[k], comps);
+    for (size_t k = 0; k < parts; ++k) p = read_range_record(p, t.entries[i].parts[k], comps);
   }
   return t;
 }

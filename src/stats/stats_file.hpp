@@ -32,6 +32,15 @@ Result<StatsTable> decode_stats_file(std::span<const std::byte> bytes, const std
                                      int64_t blocks_per_file, uint64_t data_file_size, uint32_t header_crc,
                                      const std::string& name);
 
+// Local. One range's statistics in the sidecar's record form (docs/format.md "Statistics sidecar"):
+// count, then min and max per component; min and max are 0 when the count is 0 or unknown. The
+// collective writer sends whole blocks' statistics in this form too. Little-endian hosts only.
+size_t range_record_bytes(int comps);
+// Local. Writes the record of `r` at `p`; returns the byte after it.
+std::byte* write_range_record(std::byte* p, const RangeStats& r, int comps);
+// Local. Reads a record written by write_range_record; returns the byte after it.
+const std::byte* read_range_record(const std::byte* p, RangeStats& r, int comps);
+
 // Local. CRC-32 (zlib's) of a byte range.
 uint32_t crc32_of(std::span<const std::byte> bytes);
 

@@ -65,20 +65,9 @@ void LargeBuffer::reset(size_t bytes) {
   size_ = bytes;
 }
 
-std::byte* LargeBuffer::release_ownership(size_t* capacity) {
-  *capacity = capacity_;
-  size_ = capacity_ = 0;
-  return std::exchange(data_, nullptr);
-}
-
-void LargeBuffer::free(std::byte* data, size_t capacity) noexcept {
-  if (!data) return;
-  if (mapped(capacity)) ::munmap(data, capacity);
-  else ::operator delete(data);
-}
-
 void LargeBuffer::release() noexcept {
-  free(data_, capacity_);
+  if (data_ && mapped(capacity_)) ::munmap(data_, capacity_);
+  else if (data_) ::operator delete(data_);
   data_ = nullptr;
   size_ = capacity_ = 0;
 }

@@ -24,10 +24,6 @@ class LargeBuffer {
   void reserve(size_t bytes);
   // Local. Replaces the memory with exactly `bytes` of fresh uninitialized memory (0: none).
   void reset(size_t bytes);
-  // Local. Gives the memory to the caller, who frees it with LargeBuffer::free(ptr, capacity).
-  std::byte* release_ownership(size_t* capacity);
-  // Local. Frees memory obtained from release_ownership.
-  static void free(std::byte* data, size_t capacity) noexcept;
 
   std::byte* data() const { return data_; }
   size_t size() const { return size_; }  // what reset/reserve asked for
