@@ -69,6 +69,9 @@ struct ReadReport {
   int64_t bytes_read = 0;      // payload and header bytes read from disk
   int64_t min_bytes = 0;       // stored payload bytes of the blocks the read needed
   std::string method = "independent";
+  // How samples reached the output: "blocks" (each block placed in turn) or "tiles" (large reads of
+  // blocks held in memory, assembled tile by tile; docs/design/read-path.md "Tiles").
+  std::string placement = "blocks";
 };
 
 }  // namespace hzio

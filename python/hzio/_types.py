@@ -56,3 +56,23 @@ def to_xfirst(zyx, ndim, fill):
 def to_zyx(xfirst, ndim):
     """Reverse an x-first triple to a [z, y, x] tuple of length ndim."""
     return tuple(int(v) for v in reversed(tuple(xfirst)[:ndim]))
+
+
+# Reads of at least this many bytes get a new array starting on a cache line (see empty_for_read).
+_ALIGNED_READ_BYTES = 8 << 20
+
+
+def empty_for_read(shape, dtype):
+    """A new C-order array for a read's output.
+
+    Large outputs start on a 64-byte cache line: hzio then stores whole lines of them without reading
+    them first (NumPy's own large arrays start 16 bytes past a line). Such an array is a view of a
+    slightly larger buffer (its ``base``); it behaves as any NumPy array otherwise.
+    """
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes < _ALIGNED_READ_BYTES:
+        return np.empty(shape, dtype=dtype)
+    raw = np.empty(nbytes + 64, dtype=np.uint8)
+    skip = -raw.ctypes.data % 64
+    return raw[skip:skip + nbytes].view(dtype).reshape(shape)

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _core
 from ._indexing import box_of_slices, plan, select
-from ._types import parse_dtype, to_xfirst, to_zyx
+from ._types import empty_for_read, parse_dtype, to_xfirst, to_zyx
 from ._views import FieldView, LevelView, check_level as _level
 from .errors import InvalidArgumentError, NotFoundError
 
@@ -130,7 +130,7 @@ class Dataset:
         _, scalar, comps = self._fields[field]
         shape = tuple(counts_zyx) + ((comps,) if comps > 1 else ())
         if out is None:
-            return np.empty(shape, dtype=scalar)
+            return empty_for_read(shape, scalar)
         if out.shape != shape or out.dtype != scalar or not out.flags.c_contiguous:
             raise InvalidArgumentError(f"out must be a C-contiguous {scalar} array of shape {shape}, got "
                                        f"{out.dtype} {out.shape}")

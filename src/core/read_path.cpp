@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstdio>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
 
 #include "core/dataset_impl.hpp"
+#include "core/tiled_placement.hpp"
 #include "hzorder/block_copy.hpp"
 
 namespace hzio {
@@ -102,63 +105,9 @@ class Prefetcher {
 // Reads whose spans add up to less than this get plain hints from the calling thread.
 constexpr uint64_t kPrefetchThreadBytes = uint64_t{32} << 20;
 
-// Outputs at least this large are placed slab by slab when their blocks are all in the page cache.
-// Slabs of 16 MiB measured best among 1 to 32 MiB for a 512^3 float32 read (bench/README.md): smaller
-// ones re-read each block's cache lines for neighbouring slabs, larger ones leave the cache.
-constexpr uint64_t kSlabReadBytes = uint64_t{64} << 20;
-constexpr int64_t kSlabBytes = int64_t{16} << 20;
-
-// A block ready to place: its samples, its runs of the wanted levels, and the range of coordinates it
-// spans along the slab axis of the output (the slowest one).
-struct PlacedBlock {
-  const std::byte* data;
-  std::vector<Run> runs;
-  Point lo, hi;  // per axis: first coordinate, last coordinate + 1
-};
-
-PlacedBlock placed_block(const hzorder::HzSpace& space, uint64_t block, Layout layout, const std::byte* data,
-                         int min_level, int level) {
-  PlacedBlock p{data, runs_to_place(space, block, layout, min_level, level), {}, {}};
-  for (int a = 0; a < kMaxDims; ++a) {
-    p.lo[a] = INT64_MAX;
-    p.hi[a] = INT64_MIN;
-  }
-  for (const Run& r : p.runs)
-    for (int a = 0; a < kMaxDims; ++a) {
-      p.lo[a] = std::min(p.lo[a], r.p0[a]);
-      p.hi[a] = std::max(p.hi[a], r.p0[a] + (r.ns[a] - 1) * r.delta[a] + 1);
-    }
-  return p;
-}
-
-// Places blocks slab by slab of the output (kSlabBytes each, along its slowest axis with more than one
-// sample), each slab on one worker, taking from every block only the samples of that slab. Placing
-// block by block scatters each block's stores over the whole array: every output cache line is fetched
-// from memory before being written, and the zeroed pages of a fresh array have long left the cache by
-// then. Slab by slab, the output is written while it is in cache; the blocks, already in the page cache,
-// are read once in small pieces. (A cold read goes block by block, so that the disk streams.)
-template <class ParallelFor>
-void place_in_slabs(const std::vector<PlacedBlock>& placed, const Box& box, const hzorder::ArrayView& view,
-                    ParallelFor parallel_for) {
-  const SampleGrid& g = view.grid;
-  int axis = kMaxDims - 1;
-  while (axis > 0 && g.count[axis] <= 1) --axis;
-  int64_t plane = static_cast<int64_t>(view.sample_bytes);
-  for (int a = 0; a < kMaxDims; ++a)
-    if (a != axis) plane *= g.count[a];
-  const int64_t rows = std::max<int64_t>(1, kSlabBytes / std::max<int64_t>(plane, 1));
-  const int64_t slabs = (g.count[axis] + rows - 1) / rows;
-  parallel_for(static_cast<size_t>(slabs), [&](size_t k) {
-    Box clip = box;
-    const int64_t first = static_cast<int64_t>(k) * rows, end = std::min(first + rows, g.count[axis]);
-    clip.lo[axis] = std::max(box.lo[axis], g.origin[axis] + first * g.spacing[axis]);
-    clip.hi[axis] = std::min(box.hi[axis], g.origin[axis] + end * g.spacing[axis]);
-    for (const PlacedBlock& p : placed) {
-      if (p.hi[axis] <= clip.lo[axis] || p.lo[axis] >= clip.hi[axis]) continue;
-      for (const Run& r : p.runs) hzorder::copy_run(r, clip, const_cast<std::byte*>(p.data), view, hzorder::Direction::kBlockToArray);
-    }
-  });
-}
+// Outputs at least this large are placed tile by tile when all their blocks can be placed from memory
+// (core/tiled_placement.hpp). Smaller ones go block by block, which needs no per-tile bookkeeping.
+constexpr uint64_t kTiledReadBytes = uint64_t{8} << 20;
 
 }  // namespace
 
@@ -203,9 +152,6 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
       s.end = std::max(s.end, end);
     }
   }
-  if (fill_default && missing > 0) {
-    hzorder::fill_samples(out, static_cast<size_t>(view.grid.sample_count()), fc.dtype, fc.default_value);
-  }
   uint64_t span_bytes = 0, needed_bytes = 0;
   for (const Span& s : spans) span_bytes += s.end - s.begin;
   for (const auto& w : where)
@@ -230,29 +176,36 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
   const auto layout_of = [&](size_t i) {
     return (where[i]->entry.flags & format::kFlagRowMajor) ? Layout::kRowMajor : Layout::kHzOrder;
   };
-  if (!keep && static_cast<uint64_t>(view.grid.sample_count()) * fc.dtype.bytes() >= kSlabReadBytes) {
+  // Tiles write every sample of the grid, so they serve reads of all levels with defaults filled.
+  const bool whole_grid = min_level == 0 && (missing == 0 || fill_default);
+  if (!keep && whole_grid && static_cast<uint64_t>(view.grid.sample_count()) * fc.dtype.bytes() >= kTiledReadBytes) {
     bool all_mapped = true;
     for (size_t i = 0; i < blocks.size() && all_mapped; ++i) all_mapped = !where[i] || mapped(i);
     bool resident = all_mapped;
     for (size_t k = 0; k < spans.size() && resident; ++k) resident = spans[k].file->resident(spans[k].begin, spans[k].end - spans[k].begin);
     if (resident) {
-      std::vector<PlacedBlock> placed;
+      std::vector<core::PlacedBlock> placed;
       for (size_t i = 0; i < blocks.size(); ++i) {
         if (!where[i]) continue;
-        placed.push_back(placed_block(*space_, blocks[i], layout_of(i), where[i]->file->map_readonly() + where[i]->entry.offset,
-                                      min_level, level));
+        placed.push_back(core::make_placed_block(runs_to_place(*space_, blocks[i], layout_of(i), min_level, level),
+                                                 where[i]->file->map_readonly() + where[i]->entry.offset));
         io.bytes_read += where[i]->entry.size;
       }
-      place_in_slabs(placed, box, view, [&](size_t n, const std::function<void(size_t)>& fn) { pool_.parallel_for(n, fn); });
+      const core::TileFill fill{missing > 0, fc.dtype, fc.default_value};
+      core::place_in_tiles(*space_, level, placed, box, view, fill, pool_);
       if (report) {
         report->files_opened += io.files_opened;
         report->bytes_read += io.bytes_read;
         report->blocks_read += static_cast<int64_t>(placed.size());
         report->blocks_missing += missing;
         report->min_bytes += io.bytes_read;
+        report->placement = "tiles";
       }
       return Status::ok();
     }
+  }
+  if (fill_default && missing > 0) {
+    hzorder::fill_samples(out, static_cast<size_t>(view.grid.sample_count()), fc.dtype, fc.default_value);
   }
   Prefetcher prefetcher(std::move(streamed));
 

@@ -68,13 +68,14 @@ void copy_any(const Plan& p, std::byte* block, const ArrayView& a, size_t s, boo
   }
 }
 
-// Encoding a whole HZ run: walk the block in index order and gather from the array through per-index-bit byte
-// weights, split into a 64-entry table for the low bits (a small neighbourhood, cache-resident)
-// and a table for the high bits. Sequential on the block side, local on the array side.
-template <size_t S>
-void copy_hz_whole(const Run& run, const Plan& p, std::byte* block, const ArrayView& a) {
+// Walking an aligned part of an HZ run in index order: 2^nbits samples at consecutive block indices,
+// whose index bit j (j < nbits) moves the array position by a fixed byte weight. The weights are
+// split into a 64-entry table for the low bits (a small neighbourhood, cache-resident) and a sum over
+// the high bits. Sequential on the block side, local on the array side: the encoder uses it with the
+// array in memory, tiled reads with an array (the tile) in cache.
+template <size_t S, Direction D>
+void copy_hz_walk(const Run& run, const Plan& p, int nbits, std::byte* block, const ArrayView& a) {
   const auto& bits = run.luts->index_bits;
-  const int nbits = static_cast<int>(bits.size());
   const int64_t row = a.grid.count[0], plane = row * a.grid.count[1];
   const int64_t unit[kMaxDims] = {p.array_step[0] * static_cast<int64_t>(S),
                                   p.array_step[1] * row * static_cast<int64_t>(S),
@@ -90,10 +91,10 @@ void copy_hz_whole(const Run& run, const Plan& p, std::byte* block, const ArrayV
   const int64_t lo_n = int64_t{1} << lo_bits;
   const int64_t hi_n = int64_t{1} << (nbits - lo_bits);
   std::byte* base = a.data + (p.array_start[2] * plane + p.array_start[1] * row + p.array_start[0]) * static_cast<int64_t>(S);
-  std::byte* b = block + run.first * S;
+  std::byte* b = block + (p.first + p.lut[0][p.lo[0]] + p.lut[1][p.lo[1]] + p.lut[2][p.lo[2]]) * S;
   // When x is one of the two lowest index bits and adjacent in the array, every 4 block samples are
-  // 2 neighbours in x from each of 2 rows: two 2-sample loads and a shuffle (x, then the other axis)
-  // or two 2-sample copies (x lowest) instead of 4 single-sample copies.
+  // 2 neighbours in x from each of 2 rows: a shuffle and two 2-sample moves (x second, the other axis
+  // first) or two 2-sample copies (x first) instead of 4 single-sample copies.
   const bool x_contiguous = (S == 4 || S == 8) && nbits >= 2 && p.array_step[0] == 1;
   const auto is_x_step = [&](int j) { return bits[j].first == 0 && bits[j].second == 0; };
   const bool x_second = x_contiguous && is_x_step(1) && bits[0].first != 0;
@@ -107,41 +108,82 @@ void copy_hz_whole(const Run& run, const Plan& p, std::byte* block, const ArrayV
     }
     std::byte* arr = base + hi_off;
     if (x_second) {
+      // Block samples (x0 r0) (x0 r1) (x1 r0) (x1 r1): rows r0 and r1 each hold the pair x0 x1.
       for (int64_t i = 0; i < lo_n; i += 4, b += 4 * S) {
-        const std::byte* r0 = arr + lo_off[i];
-        if constexpr (S == 4) {
+        std::byte* r0 = arr + lo_off[i];
+        if constexpr (S == 4 && D == Direction::kArrayToBlock) {
           const __m128 r0x = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(r0)));
           const __m128 r1x = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(r0 + other)));
           _mm_storeu_ps(reinterpret_cast<float*>(b), _mm_unpacklo_ps(r0x, r1x));
-        } else if constexpr (S == 8) {
+        } else if constexpr (S == 4) {
+          const __m128 v = _mm_loadu_ps(reinterpret_cast<const float*>(b));
+          const __m128 rows = _mm_shuffle_ps(v, v, _MM_SHUFFLE(3, 1, 2, 0));
+          _mm_storel_pi(reinterpret_cast<__m64*>(r0), rows);
+          _mm_storeh_pi(reinterpret_cast<__m64*>(r0 + other), rows);
+        } else if constexpr (S == 8 && D == Direction::kArrayToBlock) {
           const __m128d r0x = _mm_loadu_pd(reinterpret_cast<const double*>(r0));
           const __m128d r1x = _mm_loadu_pd(reinterpret_cast<const double*>(r0 + other));
           _mm_storeu_pd(reinterpret_cast<double*>(b), _mm_unpacklo_pd(r0x, r1x));
           _mm_storeu_pd(reinterpret_cast<double*>(b + 16), _mm_unpackhi_pd(r0x, r1x));
+        } else if constexpr (S == 8) {
+          const __m128d v01 = _mm_loadu_pd(reinterpret_cast<const double*>(b));
+          const __m128d v23 = _mm_loadu_pd(reinterpret_cast<const double*>(b + 16));
+          _mm_storeu_pd(reinterpret_cast<double*>(r0), _mm_unpacklo_pd(v01, v23));
+          _mm_storeu_pd(reinterpret_cast<double*>(r0 + other), _mm_unpackhi_pd(v01, v23));
         }
       }
     } else if (x_first) {
       for (int64_t i = 0; i < lo_n; i += 4, b += 4 * S) {
-        const std::byte* r0 = arr + lo_off[i];
-        std::memcpy(b, r0, 2 * S);
-        std::memcpy(b + 2 * S, r0 + other, 2 * S);
+        std::byte* r0 = arr + lo_off[i];
+        if constexpr (D == Direction::kArrayToBlock) {
+          std::memcpy(b, r0, 2 * S);
+          std::memcpy(b + 2 * S, r0 + other, 2 * S);
+        } else {
+          std::memcpy(r0, b, 2 * S);
+          std::memcpy(r0 + other, b + 2 * S, 2 * S);
+        }
       }
     } else {
-      for (int64_t i = 0; i < lo_n; ++i, b += S) std::memcpy(b, arr + lo_off[i], S);
+      for (int64_t i = 0; i < lo_n; ++i, b += S) {
+        if constexpr (D == Direction::kArrayToBlock) std::memcpy(b, arr + lo_off[i], S);
+        else std::memcpy(arr + lo_off[i], b, S);
+      }
     }
   }
 }
 
-bool dispatch_whole(const Run& run, const Plan& p, std::byte* block, const ArrayView& a) {
+template <Direction D>
+bool dispatch_walk(const Run& run, const Plan& p, int nbits, std::byte* block, const ArrayView& a) {
   switch (a.sample_bytes) {
-    case 1: copy_hz_whole<1>(run, p, block, a); return true;
-    case 2: copy_hz_whole<2>(run, p, block, a); return true;
-    case 4: copy_hz_whole<4>(run, p, block, a); return true;
-    case 8: copy_hz_whole<8>(run, p, block, a); return true;
-    case 12: copy_hz_whole<12>(run, p, block, a); return true;
-    case 16: copy_hz_whole<16>(run, p, block, a); return true;
+    case 1: copy_hz_walk<1, D>(run, p, nbits, block, a); return true;
+    case 2: copy_hz_walk<2, D>(run, p, nbits, block, a); return true;
+    case 4: copy_hz_walk<4, D>(run, p, nbits, block, a); return true;
+    case 8: copy_hz_walk<8, D>(run, p, nbits, block, a); return true;
+    case 12: copy_hz_walk<12, D>(run, p, nbits, block, a); return true;
+    case 16: copy_hz_walk<16, D>(run, p, nbits, block, a); return true;
     default: return false;
   }
+}
+
+// The number of index bits of the part [p.lo, p.hi) of `run` if that part is one contiguous range of
+// block indices: 2^k_a samples along each axis a, starting at a multiple of 2^k_a, and the lowest
+// index bits carrying exactly those k_a low coordinate bits of every axis. -1 otherwise.
+int aligned_part_bits(const Run& run, const Plan& p) {
+  const auto& bits = run.luts->index_bits;
+  int k[kMaxDims], nbits = 0;
+  for (int a = 0; a < kMaxDims; ++a) {
+    const int64_t n = p.hi[a] - p.lo[a];
+    if ((n & (n - 1)) != 0 || p.lo[a] % n != 0) return -1;
+    k[a] = __builtin_ctzll(static_cast<unsigned long long>(n));
+    nbits += k[a];
+  }
+  if (nbits == 0) return 0;  // one sample (row-major runs have no index bits to walk otherwise)
+  if (nbits > static_cast<int>(bits.size())) return -1;
+  int seen[kMaxDims] = {0, 0, 0};
+  for (int j = 0; j < nbits; ++j) ++seen[bits[j].first];
+  for (int a = 0; a < kMaxDims; ++a)
+    if (seen[a] != k[a]) return -1;
+  return nbits;
 }
 
 template <Direction D>
@@ -160,24 +202,65 @@ void dispatch(const Plan& p, std::byte* block, const ArrayView& a, bool rows_con
 
 }  // namespace
 
-int64_t copy_run(const Run& run, const Box& clip, std::byte* block, const ArrayView& array, Direction direction) {
-  Plan p;
-  if (!run_range_in_box(run, clip, p.lo, p.hi)) return 0;
+namespace {
+
+// The plan of copying the part of `run` inside `clip`; false when no sample of the run is inside.
+bool make_plan(const Run& run, const Box& clip, const ArrayView& array, Plan& p) {
+  if (!run_range_in_box(run, clip, p.lo, p.hi)) return false;
   for (int a = 0; a < kMaxDims; ++a) {
     p.array_start[a] = (run.p0[a] + p.lo[a] * run.delta[a] - array.grid.origin[a]) / array.grid.spacing[a];
     p.array_step[a] = run.delta[a] / array.grid.spacing[a];
     p.lut[a] = run.luts->axis[a].data();
   }
   p.first = run.first;
+  return true;
+}
+
+int64_t sample_count(const Plan& p) { return (p.hi[0] - p.lo[0]) * (p.hi[1] - p.lo[1]) * (p.hi[2] - p.lo[2]); }
+
+}  // namespace
+
+int64_t copy_run(const Run& run, const Box& clip, std::byte* block, const ArrayView& array, Direction direction) {
+  Plan p;
+  if (!make_plan(run, clip, array, p)) return 0;
   // Stores should be sequential and loads scattered: encoding walks the block in index order and
   // gathers from the array; decoding walks the array rows and gathers from the (cache-resident) block.
-  const bool whole = direction == Direction::kArrayToBlock && !run.luts->index_bits.empty() &&
-                     p.lo == Point{0, 0, 0} && p.hi == run.ns;
-  if (whole && dispatch_whole(run, p, block, array)) return run.ns[0] * run.ns[1] * run.ns[2];
+  if (direction == Direction::kArrayToBlock) {
+    const int nbits = aligned_part_bits(run, p);
+    if (nbits >= 0 && dispatch_walk<Direction::kArrayToBlock>(run, p, nbits, block, array)) return sample_count(p);
+  }
   const bool rows_contiguous = run.luts->x_is_identity && p.array_step[0] == 1;
   if (direction == Direction::kArrayToBlock) dispatch<Direction::kArrayToBlock>(p, block, array, rows_contiguous);
   else dispatch<Direction::kBlockToArray>(p, block, array, rows_contiguous);
-  return (p.hi[0] - p.lo[0]) * (p.hi[1] - p.lo[1]) * (p.hi[2] - p.lo[2]);
+  return sample_count(p);
+}
+
+int64_t copy_run_in_block_order(const Run& run, const Box& clip, std::byte* block, const ArrayView& array,
+                                Direction direction) {
+  Plan p;
+  if (!make_plan(run, clip, array, p)) return 0;
+  const int nbits = aligned_part_bits(run, p);
+  if (nbits < 0) return -1;
+  const bool done = direction == Direction::kArrayToBlock ? dispatch_walk<Direction::kArrayToBlock>(run, p, nbits, block, array)
+                                                          : dispatch_walk<Direction::kBlockToArray>(run, p, nbits, block, array);
+  return done ? sample_count(p) : -1;
+}
+
+void copy_rows_streaming(std::byte* dst, size_t dst_stride, const std::byte* src, size_t row_bytes, int64_t rows) {
+#if defined(__SSE2__)
+  const bool lines = reinterpret_cast<uintptr_t>(dst) % 64 == 0 && dst_stride % 64 == 0 && row_bytes % 64 == 0;
+  if (lines) {
+    for (int64_t r = 0; r < rows; ++r, dst += dst_stride, src += row_bytes) {
+      for (size_t i = 0; i < row_bytes; i += 16) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+        _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), v);
+      }
+    }
+    _mm_sfence();  // streaming stores are weakly ordered: make them visible before returning
+    return;
+  }
+#endif
+  for (int64_t r = 0; r < rows; ++r, dst += dst_stride, src += row_bytes) std::memcpy(dst, src, row_bytes);
 }
 
 namespace {

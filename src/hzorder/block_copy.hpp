@@ -24,6 +24,19 @@ enum class Direction { kArrayToBlock, kBlockToArray };
 // least the run's, and for any write at full resolution). Returns the number of samples copied.
 int64_t copy_run(const Run& run, const Box& clip, std::byte* block, const ArrayView& array, Direction direction);
 
+// Local, thread-safe for disjoint outputs. The same copy as copy_run, walking the block in index order
+// (sequential on the block side, scattered on the array side), which pays when the array is in cache,
+// as a tile of a read is. Possible only for an HZ-order run whose samples inside `clip` are one
+// contiguous range of block indices (an aligned part, such as the part of a block inside an aligned
+// tile, or a whole run): returns the number of samples copied, or -1, copying nothing, otherwise.
+int64_t copy_run_in_block_order(const Run& run, const Box& clip, std::byte* block, const ArrayView& array,
+                                Direction direction);
+
+// Local. Copies `rows` rows of `row_bytes` from dense `src` to rows `dst_stride` bytes apart at `dst`.
+// When every destination row starts on a 64-byte line and spans whole lines, uses streaming stores:
+// lines are written without first being read, and the output does not evict the caches.
+void copy_rows_streaming(std::byte* dst, size_t dst_stride, const std::byte* src, size_t row_bytes, int64_t rows);
+
 // Local. Fills `count` samples at `out` with `value` converted to `dtype` (every component).
 void fill_samples(std::byte* out, size_t count, DType dtype, double value);
 

@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
+#include <tuple>
 #include <random>
 
 namespace hzio::hzorder {
@@ -93,6 +96,101 @@ TEST(BlockCopy, DecodingAtACoarseLevelFillsExactlyTheLevelGrid) {
           const Point p{g.origin[0] + x * g.spacing[0], g.origin[1] + y * g.spacing[1], g.origin[2] + z * g.spacing[2]};
           EXPECT_EQ(out[static_cast<size_t>((z * g.count[1] + y) * g.count[0] + x)], s.point_to_hz(p));
         }
+  }
+}
+
+// A sample of S bytes whose bytes spell its hz address (and a salt beyond 8 bytes), so a decoded
+// array can be checked point by point against HzSpace::point_to_hz.
+template <size_t S>
+std::array<uint8_t, S> hz_sample(uint64_t hz) {
+  std::array<uint8_t, S> v{};
+  for (size_t i = 0; i < S; ++i) v[i] = static_cast<uint8_t>(i < 8 ? hz >> (8 * i) : 0xA5 ^ i);
+  return v;
+}
+
+template <size_t S>
+void check_tiles_in_block_order(const char* bitmask, int bpb) {
+  using Sample = std::array<uint8_t, S>;
+  HzSpace s(format::Bitmask::parse(bitmask).value(), bpb);
+  const Point p2 = s.bitmask().pow2_dims();
+  const Box all{{0, 0, 0}, p2};
+  const uint64_t n = uint64_t{1} << bpb;
+  for (int level = 0; level <= s.max_level(); ++level) {
+    const SampleGrid g = s.grid_in_box(all, level);
+    for (int tile_bits : {1, 3, 5, 7}) {
+      const Point t = s.tile_extent(level, tile_bits);
+      for (int64_t tz = 0; tz < g.count[2]; tz += t[2])
+        for (int64_t ty = 0; ty < g.count[1]; ty += t[1])
+          for (int64_t tx = 0; tx < g.count[0]; tx += t[0]) {
+            SampleGrid tg{{tx * g.spacing[0], ty * g.spacing[1], tz * g.spacing[2]}, g.spacing, t};
+            const Box clip{tg.origin, {tg.origin[0] + (t[0] - 1) * g.spacing[0] + 1, tg.origin[1] + (t[1] - 1) * g.spacing[1] + 1,
+                                       tg.origin[2] + (t[2] - 1) * g.spacing[2] + 1}};
+            std::vector<Sample> tile(static_cast<size_t>(tg.sample_count()));
+            ArrayView view{reinterpret_cast<std::byte*>(tile.data()), tg, S};
+            std::vector<uint64_t> blocks;
+            for (int h = 0; h <= level; ++h) s.blocks_in_box(clip, h, blocks);
+            std::sort(blocks.begin(), blocks.end());
+            blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
+            for (uint64_t b : blocks) {
+              std::vector<Sample> block(n);
+              for (uint64_t i = 0; i < n; ++i) block[i] = hz_sample<S>((b << bpb) + i);
+              for (const hzorder::Run& r : s.block_runs(b, Layout::kHzOrder)) {
+                if (b == 0 && HzSpace::level_of(r.first) > level) continue;
+                ASSERT_GE(copy_run_in_block_order(r, clip, reinterpret_cast<std::byte*>(block.data()), view, Direction::kBlockToArray), 0)
+                    << bitmask << " level " << level << " tile_bits " << tile_bits << " block " << b;
+              }
+            }
+            for (int64_t z = 0; z < t[2]; ++z)
+              for (int64_t y = 0; y < t[1]; ++y)
+                for (int64_t x = 0; x < t[0]; ++x) {
+                  const Point p{tg.origin[0] + x * g.spacing[0], tg.origin[1] + y * g.spacing[1], tg.origin[2] + z * g.spacing[2]};
+                  ASSERT_EQ(tile[static_cast<size_t>((z * t[1] + y) * t[0] + x)], hz_sample<S>(s.point_to_hz(p)))
+                      << bitmask << " level " << level << " tile_bits " << tile_bits << " point " << p[0] << "," << p[1] << "," << p[2];
+                }
+          }
+    }
+  }
+}
+
+TEST(BlockCopy, AlignedTilesDecodeInBlockOrderForEverySampleSizeAndBitOrder) {
+  for (const char* bitmask : {"V0120120120", "V2102102101", "V1201200012", "V0212010021", "V0011220120", "V0101010101"}) {
+    check_tiles_in_block_order<1>(bitmask, 5);
+    check_tiles_in_block_order<4>(bitmask, 5);
+    check_tiles_in_block_order<8>(bitmask, 3);
+    check_tiles_in_block_order<12>(bitmask, 4);
+    check_tiles_in_block_order<16>(bitmask, 6);
+  }
+}
+
+TEST(BlockCopy, BlockOrderCopyRefusesAPartThatIsNotOneIndexRange) {
+  HzSpace s(format::Bitmask::parse("V012012012").value(), 6);
+  const hzorder::Run r = s.block_runs(3, Layout::kHzOrder)[0];
+  std::vector<uint32_t> block(64, 7), out(512, 0);
+  ArrayView view{reinterpret_cast<std::byte*>(out.data()), {{0, 0, 0}, {1, 1, 1}, {8, 8, 8}}, 4};
+  // Starting one sample into the run along x: the part is neither aligned nor a power of two.
+  Box clip{{r.p0[0] + r.delta[0], r.p0[1], r.p0[2]}, {8, 8, 8}};
+  EXPECT_EQ(copy_run_in_block_order(r, clip, reinterpret_cast<std::byte*>(block.data()), view, Direction::kBlockToArray), -1);
+  EXPECT_EQ(std::count(out.begin(), out.end(), 0u), 512);
+  // Row-major blocks have no index bits to walk.
+  const hzorder::Run rm = s.block_runs(3, Layout::kRowMajor)[0];
+  EXPECT_EQ(copy_run_in_block_order(rm, Box{{0, 0, 0}, {8, 8, 8}}, reinterpret_cast<std::byte*>(block.data()), view, Direction::kBlockToArray), -1);
+  // The whole run is one range.
+  EXPECT_EQ(copy_run_in_block_order(r, Box{{0, 0, 0}, {8, 8, 8}}, reinterpret_cast<std::byte*>(block.data()), view, Direction::kBlockToArray), 64);
+}
+
+TEST(BlockCopy, RowCopiesLandEveryByteWithOrWithoutStreamingStores) {
+  alignas(64) static std::byte dst[4096 + 64];
+  std::vector<std::byte> src(8 * 192);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = std::byte(i * 7 + 1);
+  // Whole aligned lines (streaming), then a destination 16 bytes past a line, then rows of 40 bytes.
+  for (auto [shift, row, stride] : {std::tuple{0, 192, 256}, std::tuple{16, 192, 256}, std::tuple{0, 40, 64}}) {
+    std::memset(dst, 0, sizeof dst);
+    copy_rows_streaming(dst + shift, static_cast<size_t>(stride), src.data(), static_cast<size_t>(row), 8);
+    for (int r = 0; r < 8; ++r)
+      for (int i = 0; i < stride; ++i) {
+        const std::byte want = i < row ? src[static_cast<size_t>(r * row + i)] : std::byte{0};
+        ASSERT_EQ(dst[shift + r * stride + i], want) << "shift " << shift << " row " << r << " byte " << i;
+      }
   }
 }
 

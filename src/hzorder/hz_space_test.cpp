@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <random>
 #include <set>
 
@@ -153,6 +155,32 @@ TEST(HzSpace, GridInBoxMatchesOpenVisusCoarseReadShapes) {
   EXPECT_EQ(s3.grid_in_box(cube, 1).count, (Point{2, 1, 1}));
   EXPECT_EQ(s3.grid_in_box(cube, 9).count, (Point{8, 8, 8}));
   EXPECT_EQ(s3.grid_in_box(cube, 12).count, (Point{16, 16, 16}));
+}
+
+TEST(HzSpace, ATileHoldsTwoToTheTileBitsSamplesAndOneIndexRangePerLevel) {
+  for (const char* text : {"V012012012", "V0101010101", "V2210100", "V0000112222"}) {
+    HzSpace s(format::Bitmask::parse(text).value(), 3);
+    const Point p2 = s.bitmask().pow2_dims();
+    for (int level = 0; level <= s.max_level(); ++level) {
+      const SampleGrid g = s.grid_in_box({{0, 0, 0}, p2}, level);
+      for (int bits = 0; bits <= s.max_level() + 1; ++bits) {
+        const Point t = s.tile_extent(level, bits);
+        ASSERT_EQ(t[0] * t[1] * t[2], int64_t{1} << std::min(bits, level)) << text << " " << level << " " << bits;
+        // The last tile of the grid: per level, its addresses must be consecutive.
+        std::map<int, std::vector<uint64_t>> by_level;
+        for (int64_t z = g.count[2] - t[2]; z < g.count[2]; ++z)
+          for (int64_t y = g.count[1] - t[1]; y < g.count[1]; ++y)
+            for (int64_t x = g.count[0] - t[0]; x < g.count[0]; ++x) {
+              const uint64_t hz = s.point_to_hz({x * g.spacing[0], y * g.spacing[1], z * g.spacing[2]});
+              by_level[HzSpace::level_of(hz)].push_back(hz);
+            }
+        for (auto& [h, v] : by_level) {
+          std::sort(v.begin(), v.end());
+          EXPECT_EQ(v.back() - v.front() + 1, v.size()) << text << " level " << level << " bits " << bits << " h " << h;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

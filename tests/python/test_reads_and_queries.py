@@ -269,26 +269,54 @@ def test_large_reads_streamed_by_the_prefetch_thread_are_exact(tmp_path, rng):
         np.testing.assert_array_equal(ds.read(box=box), src[3:150, 17:250, 5:201])
 
 
-@pytest.mark.parametrize("shape,layout", [((128, 256, 520), "hzorder"), ((4100, 4096), "rowmajor")])
-def test_reads_of_64_mib_and_more_placed_slab_by_slab_are_exact(tmp_path, rng, shape, layout):
-    """Outputs of 64 MiB and more whose blocks are in the page cache (just written) are placed slab by
-    slab of the output; a slab never written reads as the default value (its finest blocks are missing),
-    sub-boxes and coarse levels stay exact."""
-    src = rng.standard_normal(shape, dtype=np.float32)
-    path = str(tmp_path / "slabs.idx")
+def _random_array(rng, shape, dtype):
+    _, scalar, comps = hzio._types.parse_dtype(dtype)
+    full = shape + ((comps,) if comps > 1 else ())
+    if np.issubdtype(scalar, np.integer):
+        info = np.iinfo(scalar)
+        return rng.integers(info.min, info.max, size=full, dtype=scalar, endpoint=True)
+    return rng.standard_normal(full).astype(scalar)
+
+
+@pytest.mark.parametrize("shape,dtype,layout,bpb,gap_misses_blocks", [
+    ((128, 256, 520), "float32", "hzorder", 14, True),    # 65 MiB, blocks of 64 KiB
+    ((4100, 4096), "float32", "rowmajor", None, True),    # 2-D, row-major blocks (placed by the general copy)
+    ((67, 130, 245), "float64", "hzorder", 12, False),    # odd sizes, blocks much smaller than a tile
+    ((40, 100, 700), "float32[3]", "hzorder", 16, False), # 12-byte samples, a thin z axis
+    ((300, 170, 170), "uint8", "hzorder", 10, True),      # 1-byte samples
+])
+def test_large_reads_assembled_tile_by_tile_are_exact(tmp_path, rng, shape, dtype, layout, bpb, gap_misses_blocks):
+    """Outputs of 8 MiB and more whose blocks are in the page cache (just written) are assembled tile
+    by tile; planes never written read as the default value (their finest blocks are missing), and
+    sub-boxes and coarse levels stay exact. Small reads keep placing block by block."""
+    src = _random_array(rng, shape, dtype)
+    path = str(tmp_path / "tiles.idx")
     h0, h1 = shape[0] // 3, shape[0] // 3 + shape[0] // 4
-    with hzio.create(path, shape=shape, fields={"f": "float32"}, layout=layout, bits_per_block=14) as ds:
+    with hzio.create(path, shape=shape, fields={"f": dtype}, layout=layout, bits_per_block=bpb) as ds:
         ds.write(src[:h0])
         ds.write(src[h1:], offset=(h1,) + (0,) * (len(shape) - 1))
     src[h0:h1] = 0
     with hzio.open(path) as ds:
-        np.testing.assert_array_equal(ds.read(), src)
+        got = ds.read()
         rep = dict(ds.last_report)
-        assert rep["blocks_missing"] > 0 and rep["bytes_read"] == rep["min_bytes"], rep
+        np.testing.assert_array_equal(got, src)
+        assert rep["placement"] == "tiles" and (rep["blocks_missing"] > 0) == gap_misses_blocks, rep
+        assert rep["bytes_read"] == rep["min_bytes"], rep
+        assert got.ctypes.data % 64 == 0  # new large outputs start on a cache line
         lo = tuple(n // 7 for n in shape)
-        np.testing.assert_array_equal(ds.read(box=(lo, shape)), src[tuple(slice(l, None) for l in lo)])
-        level = ds.max_level - 2
-        np.testing.assert_array_equal(ds.read(level=level), he.expected_level(src, ds.bitmask, full_box(shape), level))
+        hi = tuple(n - n // 9 for n in shape)
+        sub = ds.read(box=(lo, hi))
+        np.testing.assert_array_equal(sub, src[tuple(slice(l, h) for l, h in zip(lo, hi))])
+        assert ds.last_report["placement"] == ("tiles" if sub.nbytes >= 8 << 20 else "blocks")
+        out = np.empty_like(src)  # a caller's array, not on a cache line: same result
+        ds.read(out=out)
+        np.testing.assert_array_equal(out, src)
+        for level in (ds.max_level - 1, ds.max_level - 2, ds.max_level - 5):
+            want = he.expected_level(src, ds.bitmask, full_box(shape), level)
+            np.testing.assert_array_equal(ds.read(level=level), want)
+        small = ((0,) * len(shape), tuple(min(n, 9) for n in shape))
+        np.testing.assert_array_equal(ds.read(box=small), src[tuple(slice(0, h) for h in small[1])])
+        assert ds.last_report["placement"] == "blocks"
 
 
 def test_level_grid_is_the_points_of_hz_level_at_most_h(rng):
