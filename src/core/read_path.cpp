@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/dataset_impl.hpp"
+#include "core/read_ahead.hpp"
 #include "core/tiled_placement.hpp"
 #include "hzorder/block_copy.hpp"
 
@@ -50,57 +51,12 @@ std::vector<Run> runs_to_place(const hzorder::HzSpace& space, uint64_t block, La
   return keep;
 }
 
-// A byte range of one data file that a read will use.
-struct Span {
-  const io::File* file;
-  uint64_t begin, end;
-};
-
-// Streams the payloads of a large read into the page cache from a helper thread, in the order the
-// workers place blocks (per file, neighbouring blocks merged into requests of up to 64 MiB), so a cold
-// read keeps the disk busy while the cores decode; the workers' page faults then find pages read or on
-// their way. Ranges already in the page cache are skipped, so a warm read costs a mincore per request.
-// Stops early when destroyed.
-class Prefetcher {
- public:
-  explicit Prefetcher(std::vector<Span> blocks) {
-    if (!blocks.empty()) thread_ = std::thread([this, blocks = std::move(blocks)] { run(blocks); });
-  }
-  Prefetcher(const Prefetcher&) = delete;
-  Prefetcher& operator=(const Prefetcher&) = delete;
-  ~Prefetcher() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  static void issue(const Span& s) {
-    if (!s.file->resident(s.begin, s.end - s.begin)) s.file->advise_willneed(s.begin, s.end - s.begin);
-  }
-  void run(const std::vector<Span>& blocks) {
-    // Requests of up to 64 MiB: a cold 512^3 read took 0.43-0.57 s with them, 0.50-0.65 s with 4 MiB.
-    constexpr uint64_t kRequest = uint64_t{64} << 20, kGap = uint64_t{64} << 10;
-    std::map<const io::File*, Span> pending;  // the request being built for each file
-    for (const Span& b : blocks) {
-      if (stop_) return;
-      auto [it, fresh] = pending.try_emplace(b.file, b);
-      if (fresh) continue;
-      Span& p = it->second;
-      if (b.begin >= p.end && b.begin - p.end <= kGap && b.end - p.begin <= kRequest) {
-        p.end = b.end;
-      } else {
-        issue(p);
-        p = b;
-      }
-    }
-    for (const auto& [file, p] : pending) {
-      if (stop_) return;
-      issue(p);
-    }
-  }
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
+// Whether every byte of the spans is in the page cache.
+bool resident(const std::vector<core::Span>& spans) {
+  for (const core::Span& s : spans)
+    if (!s.file->resident(s.begin, s.end - s.begin)) return false;
+  return true;
+}
 
 // Reads whose spans add up to less than this get plain hints from the calling thread.
 constexpr uint64_t kPrefetchThreadBytes = uint64_t{32} << 20;
@@ -135,7 +91,7 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
     HZIO_ASSIGN_OR_RETURN(where[i], files_->locate(field, time, blocks[i], &io));
   }
   int64_t missing = 0;
-  std::vector<Span> spans;  // one per file, in the order the blocks first use them
+  std::vector<core::Span> spans;  // one per file, in the order the blocks first use them
   std::map<const io::File*, size_t> span_of;
   for (size_t i = 0; i < blocks.size(); ++i) {
     if (!where[i]) {
@@ -147,16 +103,16 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
     if (fresh) {
       spans.push_back({where[i]->file.get(), begin, end});
     } else {
-      Span& s = spans[it->second];
+      core::Span& s = spans[it->second];
       s.begin = std::min(s.begin, begin);
       s.end = std::max(s.end, end);
     }
   }
   uint64_t span_bytes = 0, needed_bytes = 0;
-  for (const Span& s : spans) span_bytes += s.end - s.begin;
+  for (const core::Span& s : spans) span_bytes += s.end - s.begin;
   for (const auto& w : where)
     if (w) needed_bytes += w->entry.size;
-  std::vector<Span> streamed;
+  std::vector<core::Span> streamed;
   // Only dense reads are streamed: when the blocks are a small part of their files' spans (a slab of a
   // collective read, whose neighbours' blocks lie in between), the kernel's own readahead, which reads
   // through the gaps in large requests, measured faster.
@@ -164,7 +120,7 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
     for (const auto& w : where)
       if (w) streamed.push_back({w->file.get(), w->entry.offset, w->entry.offset + w->entry.size});
   } else {
-    for (const Span& s : spans)  // small scattered reads: one hint per file
+    for (const core::Span& s : spans)  // small scattered reads: one hint per file
       if (s.end - s.begin >= (uint64_t{1} << 20)) s.file->advise_willneed(s.begin, s.end - s.begin);
   }
   // A raw block of a committed file can be placed straight from the page cache (one pass, no copy).
@@ -181,18 +137,28 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
   if (!keep && whole_grid && static_cast<uint64_t>(view.grid.sample_count()) * fc.dtype.bytes() >= kTiledReadBytes) {
     bool all_mapped = true;
     for (size_t i = 0; i < blocks.size() && all_mapped; ++i) all_mapped = !where[i] || mapped(i);
-    bool resident = all_mapped;
-    for (size_t k = 0; k < spans.size() && resident; ++k) resident = spans[k].file->resident(spans[k].begin, spans[k].end - spans[k].begin);
-    if (resident) {
+    if (all_mapped) {
       std::vector<core::PlacedBlock> placed;
+      std::vector<size_t> index_of;  // placed -> planned block
       for (size_t i = 0; i < blocks.size(); ++i) {
         if (!where[i]) continue;
         placed.push_back(core::make_placed_block(runs_to_place(*space_, blocks[i], layout_of(i), min_level, level),
                                                  where[i]->file->map_readonly() + where[i]->entry.offset));
+        index_of.push_back(i);
         io.bytes_read += where[i]->entry.size;
       }
+      const core::TilePlan plan = core::plan_tiles(*space_, level, placed, box, view.grid, fc.dtype.bytes());
       const core::TileFill fill{missing > 0, fc.dtype, fc.default_value};
-      core::place_in_tiles(*space_, level, placed, box, view, fill, pool_);
+      if (streamed.empty() || resident(spans)) {
+        core::place_in_tiles(plan, placed, view, fill, pool_);
+      } else {
+        // A dense read from the disk: tiles wait for their blocks, loaded file by file as tiles need them.
+        std::vector<core::Span> placed_spans;
+        for (size_t i : index_of) placed_spans.push_back({where[i]->file.get(), where[i]->entry.offset, where[i]->entry.offset + where[i]->entry.size});
+        core::BlockLoader loader(std::move(placed_spans), plan.first_use);
+        core::place_in_tiles(plan, placed, view, fill, pool_, [&](const std::vector<uint32_t>& b) { return loader.wait_for(b); });
+        HZIO_RETURN_IF_ERROR(loader.status());
+      }
       if (report) {
         report->files_opened += io.files_opened;
         report->bytes_read += io.bytes_read;
@@ -207,7 +173,8 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
   if (fill_default && missing > 0) {
     hzorder::fill_samples(out, static_cast<size_t>(view.grid.sample_count()), fc.dtype, fc.default_value);
   }
-  Prefetcher prefetcher(std::move(streamed));
+  // Requests of up to 64 MiB: a cold 512^3 read took 0.43-0.57 s with them, 0.50-0.65 s with 4 MiB.
+  core::Prefetcher prefetcher(std::move(streamed), uint64_t{64} << 20);
 
   std::mutex mutex;
   Status first_error;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 #include "hzorder/block_copy.hpp"
@@ -28,14 +29,32 @@ struct TileFill {
   double value = 0;
 };
 
-// Local; runs on `pool`. Fills `view` (the grid of `box` at `level`) with the samples of `placed`,
-// whose data must stay valid meanwhile. The grid is cut into aligned tiles of about 512 KiB
-// (HzSpace::tile_extent). Each tile is assembled in a per-thread buffer: every block part inside
-// an aligned tile is one contiguous index range, walked in order, so the blocks are read
-// sequentially and the stores hit the cache. Then the tile is stored into `view` row by row, with
-// streaming stores when its rows are whole cache lines. Every sample of the grid must come from a
-// block of `placed` or from `fill`.
-void place_in_tiles(const hzorder::HzSpace& space, int level, const std::vector<PlacedBlock>& placed, const Box& box,
-                    const hzorder::ArrayView& view, const TileFill& fill, util::ThreadPool& pool);
+// The tiles of a read grid and the blocks each needs (by index into the PlacedBlock list). The grid
+// is cut into aligned tiles of about 512 KiB (HzSpace::tile_extent); per axis, tile k covers grid
+// indices [k * extent - offset, (k + 1) * extent - offset) clipped to [0, count), where offset aligns
+// tile boundaries to the grid's origin 0. Tiles are processed in the HZ order of their corners, so
+// that every data file (each holding consecutive blocks of a few levels) is used front to back.
+struct TilePlan {
+  Point extent, offset, count;                // per axis: samples per tile, shift, number of tiles
+  std::vector<std::vector<uint32_t>> blocks;  // per tile (x-fastest index), the blocks meeting it
+  std::vector<uint32_t> order;                // tile indices in processing order
+  std::vector<uint32_t> first_use;            // per block, the first processing step using it
+};
+
+// Local. The tiles of `grid` (the grid of `box` at `level`, samples of `sample_bytes`) and the blocks
+// of `placed` whose bounds meet each.
+TilePlan plan_tiles(const hzorder::HzSpace& space, int level, const std::vector<PlacedBlock>& placed, const Box& box,
+                    const SampleGrid& grid, size_t sample_bytes);
+
+// Local; runs on `pool`. Fills `view` (the grid of the plan) with the samples of `placed`, whose data
+// must stay valid meanwhile. Each tile is assembled in a per-thread buffer: every block part inside
+// an aligned tile is one contiguous index range, walked in order, so the blocks are read sequentially
+// and the stores hit the cache. Then the tile is stored into `view` row by row, with streaming stores
+// when its rows are whole cache lines. Every sample of the grid must come from a block of `placed` or
+// from `fill`. With `ready`, each tile first calls ready(its block list) and is skipped if that
+// returns false (the blocks could not be loaded; the caller reports the error).
+void place_in_tiles(const TilePlan& plan, const std::vector<PlacedBlock>& placed, const hzorder::ArrayView& view,
+                    const TileFill& fill, util::ThreadPool& pool,
+                    const std::function<bool(const std::vector<uint32_t>&)>& ready = {});
 
 }  // namespace hzio::core

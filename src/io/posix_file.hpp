@@ -43,6 +43,12 @@ class File {
   void advise_sequential();
   // Local. Asks the kernel to start reading a range into the page cache now (a hint; never fails).
   void advise_willneed(uint64_t offset, uint64_t length) const;
+  // Local, thread-safe. Reads a range into the page cache without copying it anywhere (sendfile to
+  // /dev/null), through the kernel's sequential readahead: unlike WILLNEED hints, which leave 4 KiB
+  // pages, it fills the cache with large folios, which later mappings fault in and unmap much faster
+  // (a warm 512^3 read after a cold one: 40 % slower after hints). Waits for the data. Errors: kIo,
+  // kCorrupt if the file ends before the range does.
+  Status load(uint64_t offset, uint64_t length) const;
   // Local, thread-safe. Whether every page of the range is in the page cache (mincore on the mapping);
   // false when unknown (no mapping).
   bool resident(uint64_t offset, uint64_t length) const;

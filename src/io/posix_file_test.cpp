@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <vector>
 
@@ -39,6 +42,26 @@ TEST(PosixFile, ResidentSeesWrittenPagesAndRejectsRangesPastTheEnd) {
   EXPECT_TRUE(f.resident(4097, 10));           // unaligned ranges are widened to pages
   EXPECT_FALSE(f.resident(0, (1 << 20) + 1));  // past the end of the mapping
   EXPECT_FALSE(f.resident(0, 0));
+}
+
+TEST(PosixFile, LoadBringsEvictedPagesBackAndStopsAtTheEndWithAClearError) {
+  const std::string p = temp_dir() + "/load.bin";
+  {
+    File w = File::open(p, File::Mode::kCreate).value();
+    std::vector<std::byte> data(size_t{4} << 20, std::byte{3});
+    ASSERT_TRUE(w.write_at(0, data).is_ok());
+    ASSERT_TRUE(w.sync().is_ok());  // clean pages can be evicted
+  }
+  File f = File::open(p, File::Mode::kRead).value();
+  const int fd = ::open(p.c_str(), O_RDONLY);
+  ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  ::close(fd);
+  ASSERT_TRUE(f.load(size_t{1} << 20, size_t{2} << 20).is_ok());
+  EXPECT_TRUE(f.resident(size_t{1} << 20, size_t{2} << 20));
+  Status s = f.load(size_t{3} << 20, size_t{2} << 20);  // 1 MiB past the end
+  EXPECT_EQ(s.code(), ErrorCode::kCorrupt);
+  EXPECT_NE(s.message().find("load.bin"), std::string::npos);
+  EXPECT_NE(s.message().find(std::to_string(size_t{4} << 20)), std::string::npos);
 }
 
 TEST(PosixFile, OpeningAMissingFileIsNotFound) {

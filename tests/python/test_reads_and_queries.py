@@ -317,6 +317,14 @@ def test_large_reads_assembled_tile_by_tile_are_exact(tmp_path, rng, shape, dtyp
         small = ((0,) * len(shape), tuple(min(n, 9) for n in shape))
         np.testing.assert_array_equal(ds.read(box=small), src[tuple(slice(0, h) for h in small[1])])
         assert ds.last_report["placement"] == "blocks"
+    # Evicted from the page cache, the blocks are streamed from the disk in the order tiles use them.
+    for name in os.listdir(tmp_path):
+        fd = os.open(tmp_path / name, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+    with hzio.open(path) as ds:
+        np.testing.assert_array_equal(ds.read(), src)
+        assert ds.last_report["placement"] == "tiles"
 
 
 def test_level_grid_is_the_points_of_hz_level_at_most_h(rng):

@@ -1,0 +1,83 @@
+// Bringing a read's blocks into the page cache ahead of the workers that place them: hints for block
+// by block reads, and an ordered loader that tiled reads wait on (docs/design/read-path.md). Layer: core.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "hzio/status.hpp"
+#include "io/posix_file.hpp"
+
+namespace hzio::core {
+
+// A byte range of one data file that a read will use.
+struct Span {
+  const io::File* file;
+  uint64_t begin, end;
+};
+
+// Streams the payloads of a large read into the page cache from a helper thread, in the order the
+// workers place blocks (per file, neighbouring blocks merged into requests of up to request_bytes), so
+// a cold read keeps the disk busy while the cores decode; the workers' page faults then find pages
+// read or on their way. Ranges already in the page cache are skipped, so a warm read costs a mincore
+// per request. Stops early when destroyed. Local; the spans' files must outlive it.
+class Prefetcher {
+ public:
+  Prefetcher(std::vector<Span> blocks, uint64_t request_bytes);
+  Prefetcher(const Prefetcher&) = delete;
+  Prefetcher& operator=(const Prefetcher&) = delete;
+  ~Prefetcher();
+
+ private:
+  void run(const std::vector<Span>& blocks);
+  uint64_t request_bytes_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Loads blocks into the page cache from helper threads and lets workers wait until the blocks they
+// need are loaded. Every file is loaded front to back (io::File::load, in requests of up to 8 MiB),
+// so that the kernel's readahead sees one sequential stream per file and fills the cache with large
+// folios; the next request goes to the file holding the unloaded block needed soonest (`first_use`:
+// a lower value is needed earlier). Four threads keep four requests in flight. Unlike hints, the workers never
+// fault on a page still on the disk: such a fault reads it in small pages (slower to map, then and on
+// every later read), and an I/O error there would kill the process instead of failing the read. Stops
+// early when destroyed. Local; the spans' files must outlive it.
+class BlockLoader {
+ public:
+  BlockLoader(std::vector<Span> blocks, std::vector<uint32_t> first_use);
+  BlockLoader(const BlockLoader&) = delete;
+  BlockLoader& operator=(const BlockLoader&) = delete;
+  ~BlockLoader();
+
+  // Local, thread-safe. Waits until the given blocks (indices into the constructor's list) are
+  // loaded; false if loading failed.
+  bool wait_for(const std::vector<uint32_t>& blocks);
+  // Local. The first loading error, once the workers are done waiting.
+  Status status();
+
+ private:
+  // A file's blocks in file order; from each position on, the soonest first use; the next to claim.
+  struct FileQueue {
+    std::vector<uint32_t> blocks;
+    std::vector<uint32_t> soonest;
+    size_t next = 0;
+  };
+  void run();
+  std::vector<Span> blocks_;
+  std::vector<uint32_t> first_use_;
+  std::mutex mutex_;
+  std::condition_variable progress_;
+  std::vector<FileQueue> files_;
+  std::vector<bool> loaded_;
+  bool failed_ = false;
+  Status error_;
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace hzio::core
