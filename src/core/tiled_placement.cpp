@@ -64,13 +64,15 @@ TilePlan plan_tiles(const hzorder::HzSpace& space, int level, const std::vector<
         for (int64_t x = lo[0]; x < hi[0]; ++x)
           t.blocks[static_cast<size_t>((z * t.count[1] + y) * t.count[0] + x)].push_back(static_cast<uint32_t>(i));
   }
-  // HZ order of the tiles' corners: the order of their finest samples in the data files.
+  // Tiles in the HZ order of their last samples: these are samples of the read's level (the tile's
+  // bits all set), and among samples of one level HZ order is the order of the data files. (First
+  // samples would not do: with the tile's bits clear they belong to coarser levels, in level order.)
   std::vector<std::pair<uint64_t, uint32_t>> keyed(t.blocks.size());
   for (size_t k = 0; k < keyed.size(); ++k) {
     const Point c = tile_coords(t, static_cast<int64_t>(k));
-    Point corner;
-    for (int a = 0; a < kMaxDims; ++a) corner[a] = g.origin[a] + (c[a] * t.extent[a] - t.offset[a]) * g.spacing[a];
-    keyed[k] = {space.point_to_hz(corner), static_cast<uint32_t>(k)};
+    Point last;
+    for (int a = 0; a < kMaxDims; ++a) last[a] = g.origin[a] + ((c[a] + 1) * t.extent[a] - t.offset[a] - 1) * g.spacing[a];
+    keyed[k] = {space.point_to_hz(last), static_cast<uint32_t>(k)};
   }
   std::sort(keyed.begin(), keyed.end());
   t.order.reserve(keyed.size());
@@ -88,7 +90,6 @@ void place_in_tiles(const TilePlan& plan, const std::vector<PlacedBlock>& placed
   const size_t sb = view.sample_bytes;
   pool.parallel_for(plan.order.size(), [&](size_t n) {
     const uint32_t k = plan.order[n];
-    if (ready && !ready(plan.blocks[k])) return;
     const Point c = tile_coords(plan, k);
     Point first;
     hzorder::ArrayView tile{nullptr, g, sb};
