@@ -69,9 +69,9 @@ struct ReadReport {
   int64_t bytes_read = 0;      // payload and header bytes read from disk
   int64_t min_bytes = 0;       // stored payload bytes of the blocks the read needed
   std::string method = "independent";
-  // How samples reached the output: "blocks" (each block placed in turn) or "tiles" (large reads of
-  // blocks held in memory, assembled tile by tile; docs/design/read-path.md "Tiles").
-  std::string placement = "blocks";
+  // How samples reached the output: "blocks" (each block placed in turn) or "windows" (large reads of
+  // blocks held in memory, assembled window by window; docs/design/read-path.md "Windows").
+  std::string assembly = "blocks";
 };
 
 }  // namespace hzio

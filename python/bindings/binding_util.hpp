@@ -31,7 +31,7 @@ inline nanobind::dict report_dict(const ReadReport& r) {
   d["bytes_read"] = r.bytes_read;
   d["min_bytes"] = r.min_bytes;
   d["method"] = r.method;
-  d["placement"] = r.placement;
+  d["assembly"] = r.assembly;
   return d;
 }
 

@@ -20,6 +20,8 @@
 
 namespace hzio {
 
+struct ReadPlan;  // read_path.cpp: the located blocks of one read
+
 // Decoded blocks a progressive read keeps so that no later step reads them again.
 struct DecodedBlocks {
   std::map<uint64_t, std::pair<Layout, std::vector<std::byte>>> blocks;
@@ -40,6 +42,13 @@ class Dataset::Impl {
   // fill_default, samples no stored block provides are set to the field's default value.
   Status read_box(const Box& box, int level, int min_level, int field, int64_t time, std::byte* out,
                   ReadReport* report, DecodedBlocks* keep, bool fill_default = false);
+  // The two ways read_box places samples (read_path.cpp): window by window from mapped raw blocks, or
+  // block by block (any block; the only way for progressive steps and the `keep` cache).
+  Status read_in_windows(ReadPlan& plan, const Box& box, int level, int field, const hzorder::ArrayView& view);
+  Status read_block_by_block(ReadPlan& plan, const Box& box, int level, int min_level, int field,
+                             const hzorder::ArrayView& view, DecodedBlocks* keep, bool fill_default);
+  // Whether a located block is a raw block of a committed file, placeable from the file's mapping.
+  bool mapped(const core::BlockLocation& where, int field) const;
   // Copies the samples of levels [min_level, level] of a decoded block into `view` (the read grid of box).
   void place_block(uint64_t block, Layout layout, const std::byte* data, const Box& box, int level, int min_level,
                    const hzorder::ArrayView& view) const;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <climits>
 #include <map>
+#include <string>
+#include <system_error>
 
 namespace hzio::core {
 
@@ -44,6 +46,7 @@ BlockLoader::BlockLoader(std::vector<Span> blocks, std::vector<uint32_t> first_u
     : blocks_(std::move(blocks)), first_use_(std::move(first_use)), loaded_(blocks_.size(), false) {
   std::map<const io::File*, size_t> index;
   for (uint32_t i = 0; i < blocks_.size(); ++i) {
+    if (first_use_[i] == UINT32_MAX) continue;  // nobody waits for it: no load whose error could fail the read
     auto [it, fresh] = index.try_emplace(blocks_[i].file, files_.size());
     if (fresh) files_.emplace_back();
     files_[it->second].blocks.push_back(i);
@@ -56,8 +59,15 @@ BlockLoader::BlockLoader(std::vector<Span> blocks, std::vector<uint32_t> first_u
   }
   // Four requests in flight: a cold 512^3 read took 0.34-0.40 s with one loader thread per file, 2, 4 or
   // 8 claiming threads, 8 to 32 MiB requests alike (medians; the same files sendfile'd whole: 0.2 s),
-  // 0.6-1 s with a single claiming thread.
-  for (int t = 0; t < 4; ++t) threads_.emplace_back([this] { run(); });
+  // 0.6-1 s with a single claiming thread. Threads of their own, not the pool's: they wait on the disk.
+  try {
+    for (int t = 0; t < 4; ++t) threads_.emplace_back([this] { run(); });
+  } catch (const std::system_error& e) {
+    if (threads_.empty()) {  // no loader at all: the waits must fail, not hang
+      failed_ = true;
+      error_ = io_error(std::string("cannot start a thread to load blocks: ") + e.what());
+    }
+  }
 }
 
 BlockLoader::~BlockLoader() {

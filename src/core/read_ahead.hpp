@@ -1,5 +1,5 @@
 // Bringing a read's blocks into the page cache ahead of the workers that place them: hints for block
-// by block reads, and an ordered loader that tiled reads wait on (docs/design/read-path.md). Layer: core.
+// by block reads, and an ordered loader that windowed reads wait on (docs/design/read-path.md). Layer: core.
 #pragma once
 
 #include <atomic>
@@ -55,9 +55,10 @@ class BlockLoader {
   ~BlockLoader();
 
   // Local, thread-safe. Waits until the given blocks (indices into the constructor's list) are
-  // loaded; false if loading failed.
+  // loaded; false if loading failed. Blocks whose first_use is UINT32_MAX are never loaded.
   bool wait_for(const std::vector<uint32_t>& blocks);
-  // Local. The first loading error, once the workers are done waiting.
+  // Local, thread-safe. The first loading error (ok while none). Once every wait has returned true,
+  // it stays ok: the loads still running are of blocks nobody waits for.
   Status status();
 
  private:

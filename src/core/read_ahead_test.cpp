@@ -1,8 +1,11 @@
 // Tests for the ordered block loader: workers wait for exactly their blocks, failures end the waits.
 #include "core/read_ahead.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <climits>
 #include <filesystem>
 #include <vector>
 
@@ -15,12 +18,19 @@ std::string temp_path(const std::string& name) {
   return (d / name).string();
 }
 
+// A file of `bytes`, written durably and then evicted from the page cache, so loads must read it.
 io::File written_file(const std::string& name, size_t bytes) {
   const std::string p = temp_path(name);
   io::File w = io::File::open(p, io::File::Mode::kCreate).value();
   std::vector<std::byte> data(bytes, std::byte{1});
   EXPECT_TRUE(w.write_at(0, data).is_ok());
-  return io::File::open(p, io::File::Mode::kRead).value();
+  EXPECT_TRUE(w.sync().is_ok());
+  const int fd = ::open(p.c_str(), O_RDONLY);
+  EXPECT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  ::close(fd);
+  io::File f = io::File::open(p, io::File::Mode::kRead).value();
+  EXPECT_FALSE(f.resident(0, bytes));
+  return f;
 }
 
 TEST(BlockLoader, EveryWaitReturnsOnceItsBlocksAreLoadedAcrossFiles) {
@@ -35,11 +45,19 @@ TEST(BlockLoader, EveryWaitReturnsOnceItsBlocksAreLoadedAcrossFiles) {
   }
   BlockLoader loader(blocks, first_use);
   EXPECT_TRUE(loader.wait_for({9, 0}));
+  EXPECT_TRUE(blocks[9].file->resident(blocks[9].begin, 1 << 18) && blocks[0].file->resident(0, 1 << 18));
   EXPECT_TRUE(loader.wait_for({7, 3, 11}));
   std::vector<uint32_t> all(blocks.size());
   for (uint32_t i = 0; i < all.size(); ++i) all[i] = i;
   EXPECT_TRUE(loader.wait_for(all));
   for (const Span& s : blocks) EXPECT_TRUE(s.file->resident(s.begin, s.end - s.begin));
+  EXPECT_TRUE(loader.status().is_ok());
+}
+
+TEST(BlockLoader, BlocksNoWindowUsesAreNeverLoaded) {
+  io::File a = written_file("unused.bin", 1 << 20);
+  BlockLoader loader({{&a, 0, 1 << 19}, {&a, 1 << 19, 1 << 20}, {&a, 1 << 20, 2 << 20}}, {0, 1, UINT32_MAX});
+  EXPECT_TRUE(loader.wait_for({0, 1}));  // the third block lies past the end of the file: never read
   EXPECT_TRUE(loader.status().is_ok());
 }
 

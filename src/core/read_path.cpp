@@ -2,17 +2,12 @@
 // (docs/design/read-path.md).
 #include <algorithm>
 #include <atomic>
-#include <climits>
-#include <cstdio>
-#include <cstring>
-#include <functional>
 #include <map>
 #include <mutex>
-#include <thread>
 
 #include "core/dataset_impl.hpp"
 #include "core/read_ahead.hpp"
-#include "core/tiled_placement.hpp"
+#include "core/window_assembly.hpp"
 #include "hzorder/block_copy.hpp"
 
 namespace hzio {
@@ -61,11 +56,21 @@ bool resident(const std::vector<core::Span>& spans) {
 // Reads whose spans add up to less than this get plain hints from the calling thread.
 constexpr uint64_t kPrefetchThreadBytes = uint64_t{32} << 20;
 
-// Outputs at least this large are placed tile by tile when all their blocks can be placed from memory
-// (core/tiled_placement.hpp). Smaller ones go block by block, which needs no per-tile bookkeeping.
-constexpr uint64_t kTiledReadBytes = uint64_t{8} << 20;
+// Outputs at least this large are assembled window by window when all their blocks can be placed
+// from memory (core/window_assembly.hpp). Smaller ones go block by block, with no per-window work.
+constexpr uint64_t kWindowedReadBytes = uint64_t{8} << 20;
 
 }  // namespace
+
+// The blocks a read needs, located: every sample of its grid belongs to one of them.
+struct ReadPlan {
+  std::vector<uint64_t> blocks;
+  std::vector<std::optional<core::BlockLocation>> where;  // empty: missing (or block 0 kept by `keep`)
+  int64_t missing = 0;
+  std::vector<core::Span> spans;  // per file: from its first to its last needed byte
+  uint64_t needed_bytes = 0;      // stored payload bytes of the present blocks
+  ReadReport io;                  // header tables read while locating
+};
 
 void Dataset::Impl::place_block(uint64_t block, Layout layout, const std::byte* data, const Box& box, int level,
                                 int min_level, const hzorder::ArrayView& view) const {
@@ -78,100 +83,102 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
                                ReadReport* report, DecodedBlocks* keep, bool fill_default) {
   HZIO_RETURN_IF_ERROR(flush_dirty());
   const core::FieldCoding& fc = coding_[field];
-  const size_t bytes = block_bytes(field);
   const hzorder::ArrayView view{out, space_->grid_in_box(box, level), fc.dtype.bytes()};
-  const std::vector<uint64_t> blocks = blocks_for(box, min_level, level);
-
-  // Locate every block first: missing blocks decide whether defaults are needed at all (every sample
-  // of the grid belongs to one of these blocks), and the payload spans can be prefetched.
-  ReadReport io;
-  std::vector<std::optional<core::BlockLocation>> where(blocks.size());
-  for (size_t i = 0; i < blocks.size(); ++i) {
-    if (keep && blocks[i] == 0 && keep->blocks.count(0)) continue;
-    HZIO_ASSIGN_OR_RETURN(where[i], files_->locate(field, time, blocks[i], &io));
-  }
-  int64_t missing = 0;
-  std::vector<core::Span> spans;  // one per file, in the order the blocks first use them
+  ReadPlan plan;
+  plan.blocks = blocks_for(box, min_level, level);
+  // Locate every block first: missing blocks decide whether defaults are needed at all, and the
+  // payload spans can be read ahead.
+  plan.where.resize(plan.blocks.size());
   std::map<const io::File*, size_t> span_of;
-  for (size_t i = 0; i < blocks.size(); ++i) {
-    if (!where[i]) {
-      missing += !(keep && blocks[i] == 0 && keep->blocks.count(0));
+  for (size_t i = 0; i < plan.blocks.size(); ++i) {
+    if (keep && plan.blocks[i] == 0 && keep->blocks.count(0)) continue;
+    HZIO_ASSIGN_OR_RETURN(plan.where[i], files_->locate(field, time, plan.blocks[i], &plan.io));
+    if (!plan.where[i]) {
+      ++plan.missing;
       continue;
     }
-    const uint64_t begin = where[i]->entry.offset, end = begin + where[i]->entry.size;
-    auto [it, fresh] = span_of.try_emplace(where[i]->file.get(), spans.size());
+    const uint64_t begin = plan.where[i]->entry.offset, end = begin + plan.where[i]->entry.size;
+    plan.needed_bytes += plan.where[i]->entry.size;
+    auto [it, fresh] = span_of.try_emplace(plan.where[i]->file.get(), plan.spans.size());
     if (fresh) {
-      spans.push_back({where[i]->file.get(), begin, end});
+      plan.spans.push_back({plan.where[i]->file.get(), begin, end});
     } else {
-      core::Span& s = spans[it->second];
-      s.begin = std::min(s.begin, begin);
-      s.end = std::max(s.end, end);
+      core::Span& sp = plan.spans[it->second];
+      sp.begin = std::min(sp.begin, begin);
+      sp.end = std::max(sp.end, end);
     }
   }
-  uint64_t span_bytes = 0, needed_bytes = 0;
-  for (const core::Span& s : spans) span_bytes += s.end - s.begin;
-  for (const auto& w : where)
-    if (w) needed_bytes += w->entry.size;
-  std::vector<core::Span> streamed;
+  // Windows write every sample of the grid, so they serve reads of all levels with defaults filled,
+  // when every present block can be placed from its file's mapping.
+  bool windows = !keep && min_level == 0 && (plan.missing == 0 || fill_default) &&
+                 static_cast<uint64_t>(view.grid.sample_count()) * fc.dtype.bytes() >= kWindowedReadBytes;
+  for (size_t i = 0; i < plan.blocks.size() && windows; ++i) windows = !plan.where[i] || mapped(*plan.where[i], field);
+  Status s = windows ? read_in_windows(plan, box, level, field, view)
+                     : read_block_by_block(plan, box, level, min_level, field, view, keep, fill_default);
+  if (report) {
+    report->files_opened += plan.io.files_opened;
+    report->bytes_read += plan.io.bytes_read;
+    report->blocks_read += plan.io.blocks_read;
+    report->blocks_missing += plan.missing;
+    report->min_bytes += plan.io.min_bytes;
+    report->assembly = windows ? "windows" : "blocks";
+  }
+  return s;
+}
+
+bool Dataset::Impl::mapped(const core::BlockLocation& w, int field) const {
+  // A raw block of a committed file can be placed straight from the page cache (one pass, no copy).
+  const uint64_t bytes = block_bytes(field);
+  return w.committed && (w.entry.flags & 0xF) == 0 && w.entry.size == bytes && w.file->map_readonly() &&
+         w.entry.offset + bytes <= w.file->mapped_bytes();
+}
+
+Status Dataset::Impl::read_in_windows(ReadPlan& plan, const Box& box, int level, int field, const hzorder::ArrayView& view) {
+  const core::FieldCoding& fc = coding_[field];
+  std::vector<core::PlacedBlock> placed;
+  std::vector<core::Span> placed_spans;
+  for (size_t i = 0; i < plan.blocks.size(); ++i) {
+    if (!plan.where[i]) continue;
+    const core::BlockLocation& w = *plan.where[i];
+    const Layout layout = (w.entry.flags & format::kFlagRowMajor) ? Layout::kRowMajor : Layout::kHzOrder;
+    placed.push_back(core::make_placed_block(runs_to_place(*space_, plan.blocks[i], layout, 0, level),
+                                             w.file->map_readonly() + w.entry.offset));
+    placed_spans.push_back({w.file.get(), w.entry.offset, w.entry.offset + w.entry.size});
+  }
+  plan.io.bytes_read += plan.needed_bytes;
+  plan.io.min_bytes += plan.needed_bytes;
+  plan.io.blocks_read += static_cast<int64_t>(placed.size());
+  const core::WindowPlan windows = core::plan_windows(*space_, level, placed, box, view.grid, fc.dtype.bytes());
+  const core::WindowFill fill{plan.missing > 0, fc.dtype, fc.default_value};
+  if (resident(plan.spans)) {
+    core::assemble_windows(windows, placed, view, fill, pool_);
+    return Status::ok();
+  }
+  // From the disk: windows wait for their blocks, loaded file by file as the windows need them.
+  core::BlockLoader loader(std::move(placed_spans), windows.first_use);
+  core::assemble_windows(windows, placed, view, fill, pool_, [&](const std::vector<uint32_t>& b) { return loader.wait_for(b); });
+  return loader.status();
+}
+
+Status Dataset::Impl::read_block_by_block(ReadPlan& plan, const Box& box, int level, int min_level, int field,
+                                          const hzorder::ArrayView& view, DecodedBlocks* keep, bool fill_default) {
+  const core::FieldCoding& fc = coding_[field];
+  const size_t bytes = block_bytes(field);
+  if (fill_default && plan.missing > 0) {
+    hzorder::fill_samples(view.data, static_cast<size_t>(view.grid.sample_count()), fc.dtype, fc.default_value);
+  }
   // Only dense reads are streamed: when the blocks are a small part of their files' spans (a slab of a
   // collective read, whose neighbours' blocks lie in between), the kernel's own readahead, which reads
   // through the gaps in large requests, measured faster.
-  if (span_bytes >= kPrefetchThreadBytes && 2 * needed_bytes >= span_bytes) {
-    for (const auto& w : where)
+  uint64_t span_bytes = 0;
+  for (const core::Span& sp : plan.spans) span_bytes += sp.end - sp.begin;
+  std::vector<core::Span> streamed;
+  if (span_bytes >= kPrefetchThreadBytes && 2 * plan.needed_bytes >= span_bytes) {
+    for (const auto& w : plan.where)
       if (w) streamed.push_back({w->file.get(), w->entry.offset, w->entry.offset + w->entry.size});
   } else {
-    for (const core::Span& s : spans)  // small scattered reads: one hint per file
-      if (s.end - s.begin >= (uint64_t{1} << 20)) s.file->advise_willneed(s.begin, s.end - s.begin);
-  }
-  // A raw block of a committed file can be placed straight from the page cache (one pass, no copy).
-  const auto mapped = [&](size_t i) {
-    return where[i] && where[i]->committed && (where[i]->entry.flags & 0xF) == 0 && where[i]->entry.size == bytes &&
-           !(keep && blocks[i] == 0) && where[i]->file->map_readonly() &&
-           where[i]->entry.offset + bytes <= where[i]->file->mapped_bytes();
-  };
-  const auto layout_of = [&](size_t i) {
-    return (where[i]->entry.flags & format::kFlagRowMajor) ? Layout::kRowMajor : Layout::kHzOrder;
-  };
-  // Tiles write every sample of the grid, so they serve reads of all levels with defaults filled.
-  const bool whole_grid = min_level == 0 && (missing == 0 || fill_default);
-  if (!keep && whole_grid && static_cast<uint64_t>(view.grid.sample_count()) * fc.dtype.bytes() >= kTiledReadBytes) {
-    bool all_mapped = true;
-    for (size_t i = 0; i < blocks.size() && all_mapped; ++i) all_mapped = !where[i] || mapped(i);
-    if (all_mapped) {
-      std::vector<core::PlacedBlock> placed;
-      std::vector<size_t> index_of;  // placed -> planned block
-      for (size_t i = 0; i < blocks.size(); ++i) {
-        if (!where[i]) continue;
-        placed.push_back(core::make_placed_block(runs_to_place(*space_, blocks[i], layout_of(i), min_level, level),
-                                                 where[i]->file->map_readonly() + where[i]->entry.offset));
-        index_of.push_back(i);
-        io.bytes_read += where[i]->entry.size;
-      }
-      const core::TilePlan plan = core::plan_tiles(*space_, level, placed, box, view.grid, fc.dtype.bytes());
-      const core::TileFill fill{missing > 0, fc.dtype, fc.default_value};
-      if (streamed.empty() || resident(spans)) {
-        core::place_in_tiles(plan, placed, view, fill, pool_);
-      } else {
-        // A dense read from the disk: tiles wait for their blocks, loaded file by file as tiles need them.
-        std::vector<core::Span> placed_spans;
-        for (size_t i : index_of) placed_spans.push_back({where[i]->file.get(), where[i]->entry.offset, where[i]->entry.offset + where[i]->entry.size});
-        core::BlockLoader loader(std::move(placed_spans), plan.first_use);
-        core::place_in_tiles(plan, placed, view, fill, pool_, [&](const std::vector<uint32_t>& b) { return loader.wait_for(b); });
-        HZIO_RETURN_IF_ERROR(loader.status());
-      }
-      if (report) {
-        report->files_opened += io.files_opened;
-        report->bytes_read += io.bytes_read;
-        report->blocks_read += static_cast<int64_t>(placed.size());
-        report->blocks_missing += missing;
-        report->min_bytes += io.bytes_read;
-        report->placement = "tiles";
-      }
-      return Status::ok();
-    }
-  }
-  if (fill_default && missing > 0) {
-    hzorder::fill_samples(out, static_cast<size_t>(view.grid.sample_count()), fc.dtype, fc.default_value);
+    for (const core::Span& sp : plan.spans)  // small scattered reads: one hint per file
+      if (sp.end - sp.begin >= (uint64_t{1} << 20)) sp.file->advise_willneed(sp.begin, sp.end - sp.begin);
   }
   // Requests of up to 64 MiB: a cold 512^3 read took 0.43-0.57 s with them, 0.50-0.65 s with 4 MiB.
   core::Prefetcher prefetcher(std::move(streamed), uint64_t{64} << 20);
@@ -179,8 +186,9 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
   std::mutex mutex;
   Status first_error;
   std::atomic<int64_t> read{0}, min_bytes{0};
-  pool_.parallel_for(blocks.size(), [&](size_t i) {
-    const uint64_t b = blocks[i];
+  pool_.parallel_for(plan.blocks.size(), [&](size_t i) {
+    const uint64_t b = plan.blocks[i];
+    const std::optional<core::BlockLocation>& w = plan.where[i];
     thread_local std::vector<std::byte> scratch, buffer;
     ReadReport mine;
     const std::byte* data = nullptr;
@@ -189,17 +197,17 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
     if (keep && b == 0 && keep->blocks.count(0)) {
       layout = keep->blocks[0].first;
       data = keep->blocks[0].second.data();
-    } else if (mapped(i)) {
-      layout = layout_of(i);
-      data = where[i]->file->map_readonly() + where[i]->entry.offset;
-      mine.bytes_read += where[i]->entry.size;
+    } else if (w && !(keep && b == 0) && mapped(*w, field)) {
+      layout = (w->entry.flags & format::kFlagRowMajor) ? Layout::kRowMajor : Layout::kHzOrder;
+      data = w->file->map_readonly() + w->entry.offset;
+      mine.bytes_read += w->entry.size;
       read += 1;
-      min_bytes += where[i]->entry.size;
-    } else if (where[i]) {
+      min_bytes += w->entry.size;
+    } else if (w) {
       buffer.resize(bytes);
-      auto l = core::load_block(*where[i], fc, *space_, idx_.ndim, b, scratch, buffer, &mine);
+      auto l = core::load_block(*w, fc, *space_, idx_.ndim, b, scratch, buffer, &mine);
       read += 1;
-      min_bytes += where[i]->entry.size;
+      min_bytes += w->entry.size;
       if (l.is_ok()) {
         layout = l.value();
         data = buffer.data();
@@ -213,16 +221,11 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
     }
     if (s.is_ok() && data) place_block(b, layout, data, box, level, min_level, view);
     std::lock_guard lock(mutex);
-    io.bytes_read += mine.bytes_read;
+    plan.io.bytes_read += mine.bytes_read;
     if (!s.is_ok() && first_error.is_ok()) first_error = s;
   });
-  if (report) {
-    report->files_opened += io.files_opened;
-    report->bytes_read += io.bytes_read;
-    report->blocks_read += read;
-    report->blocks_missing += missing;
-    report->min_bytes += min_bytes;
-  }
+  plan.io.blocks_read += read;
+  plan.io.min_bytes += min_bytes;
   return first_error;
 }
 

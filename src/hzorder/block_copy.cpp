@@ -72,7 +72,7 @@ void copy_any(const Plan& p, std::byte* block, const ArrayView& a, size_t s, boo
 // whose index bit j (j < nbits) moves the array position by a fixed byte weight. The weights are
 // split into a 64-entry table for the low bits (a small neighbourhood, cache-resident) and a sum over
 // the high bits. Sequential on the block side, local on the array side: the encoder uses it with the
-// array in memory, tiled reads with an array (the tile) in cache.
+// array in memory, windowed reads with an array (the window) in cache.
 template <size_t S, Direction D>
 void copy_hz_walk(const Run& run, const Plan& p, int nbits, std::byte* block, const ArrayView& a) {
   const auto& bits = run.luts->index_bits;

@@ -26,9 +26,9 @@ int64_t copy_run(const Run& run, const Box& clip, std::byte* block, const ArrayV
 
 // Local, thread-safe for disjoint outputs. The same copy as copy_run, walking the block in index order
 // (sequential on the block side, scattered on the array side), which pays when the array is in cache,
-// as a tile of a read is. Possible only for an HZ-order run whose samples inside `clip` are one
+// as a window of a read is. Possible only for an HZ-order run whose samples inside `clip` are one
 // contiguous range of block indices (an aligned part, such as the part of a block inside an aligned
-// tile, or a whole run): returns the number of samples copied, or -1, copying nothing, otherwise.
+// window, or a whole run): returns the number of samples copied, or -1, copying nothing, otherwise.
 int64_t copy_run_in_block_order(const Run& run, const Box& clip, std::byte* block, const ArrayView& array,
                                 Direction direction);
 

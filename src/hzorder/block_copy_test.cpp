@@ -109,7 +109,7 @@ std::array<uint8_t, S> hz_sample(uint64_t hz) {
 }
 
 template <size_t S>
-void check_tiles_in_block_order(const char* bitmask, int bpb) {
+void check_windows_in_block_order(const char* bitmask, int bpb) {
   using Sample = std::array<uint8_t, S>;
   HzSpace s(format::Bitmask::parse(bitmask).value(), bpb);
   const Point p2 = s.bitmask().pow2_dims();
@@ -117,16 +117,16 @@ void check_tiles_in_block_order(const char* bitmask, int bpb) {
   const uint64_t n = uint64_t{1} << bpb;
   for (int level = 0; level <= s.max_level(); ++level) {
     const SampleGrid g = s.grid_in_box(all, level);
-    for (int tile_bits : {1, 3, 5, 7}) {
-      const Point t = s.tile_extent(level, tile_bits);
+    for (int window_bits : {1, 3, 5, 7}) {
+      const Point t = s.window_extent(level, window_bits);
       for (int64_t tz = 0; tz < g.count[2]; tz += t[2])
         for (int64_t ty = 0; ty < g.count[1]; ty += t[1])
           for (int64_t tx = 0; tx < g.count[0]; tx += t[0]) {
             SampleGrid tg{{tx * g.spacing[0], ty * g.spacing[1], tz * g.spacing[2]}, g.spacing, t};
             const Box clip{tg.origin, {tg.origin[0] + (t[0] - 1) * g.spacing[0] + 1, tg.origin[1] + (t[1] - 1) * g.spacing[1] + 1,
                                        tg.origin[2] + (t[2] - 1) * g.spacing[2] + 1}};
-            std::vector<Sample> tile(static_cast<size_t>(tg.sample_count()));
-            ArrayView view{reinterpret_cast<std::byte*>(tile.data()), tg, S};
+            std::vector<Sample> window(static_cast<size_t>(tg.sample_count()));
+            ArrayView view{reinterpret_cast<std::byte*>(window.data()), tg, S};
             std::vector<uint64_t> blocks;
             for (int h = 0; h <= level; ++h) s.blocks_in_box(clip, h, blocks);
             std::sort(blocks.begin(), blocks.end());
@@ -137,28 +137,45 @@ void check_tiles_in_block_order(const char* bitmask, int bpb) {
               for (const hzorder::Run& r : s.block_runs(b, Layout::kHzOrder)) {
                 if (b == 0 && HzSpace::level_of(r.first) > level) continue;
                 ASSERT_GE(copy_run_in_block_order(r, clip, reinterpret_cast<std::byte*>(block.data()), view, Direction::kBlockToArray), 0)
-                    << bitmask << " level " << level << " tile_bits " << tile_bits << " block " << b;
+                    << bitmask << " level " << level << " window_bits " << window_bits << " block " << b;
               }
             }
             for (int64_t z = 0; z < t[2]; ++z)
               for (int64_t y = 0; y < t[1]; ++y)
                 for (int64_t x = 0; x < t[0]; ++x) {
                   const Point p{tg.origin[0] + x * g.spacing[0], tg.origin[1] + y * g.spacing[1], tg.origin[2] + z * g.spacing[2]};
-                  ASSERT_EQ(tile[static_cast<size_t>((z * t[1] + y) * t[0] + x)], hz_sample<S>(s.point_to_hz(p)))
-                      << bitmask << " level " << level << " tile_bits " << tile_bits << " point " << p[0] << "," << p[1] << "," << p[2];
+                  ASSERT_EQ(window[static_cast<size_t>((z * t[1] + y) * t[0] + x)], hz_sample<S>(s.point_to_hz(p)))
+                      << bitmask << " level " << level << " window_bits " << window_bits << " point " << p[0] << "," << p[1] << "," << p[2];
                 }
+            // Encoding the window back writes exactly the block entries of its samples.
+            const Sample sentinel = hz_sample<S>(~uint64_t{0});
+            for (uint64_t b : blocks) {
+              std::vector<Sample> block(n, sentinel);
+              for (const hzorder::Run& r : s.block_runs(b, Layout::kHzOrder)) {
+                if (b == 0 && HzSpace::level_of(r.first) > level) continue;
+                ASSERT_GE(copy_run_in_block_order(r, clip, reinterpret_cast<std::byte*>(block.data()), view, Direction::kArrayToBlock), 0);
+              }
+              for (uint64_t i = 0; i < n; ++i) {
+                const uint64_t hz = (b << bpb) + i;
+                const Point p = s.hz_to_point(hz);
+                bool inside = HzSpace::level_of(hz) <= level;
+                for (int a = 0; a < kMaxDims; ++a)
+                  inside = inside && p[a] >= clip.lo[a] && p[a] < clip.hi[a] && (p[a] - tg.origin[a]) % g.spacing[a] == 0;
+                ASSERT_EQ(block[i], inside ? hz_sample<S>(hz) : sentinel) << bitmask << " level " << level << " block " << b << " index " << i;
+              }
+            }
           }
     }
   }
 }
 
-TEST(BlockCopy, AlignedTilesDecodeInBlockOrderForEverySampleSizeAndBitOrder) {
+TEST(BlockCopy, AlignedWindowsDecodeAndEncodeInBlockOrderForEverySampleSizeAndBitOrder) {
   for (const char* bitmask : {"V0120120120", "V2102102101", "V1201200012", "V0212010021", "V0011220120", "V0101010101"}) {
-    check_tiles_in_block_order<1>(bitmask, 5);
-    check_tiles_in_block_order<4>(bitmask, 5);
-    check_tiles_in_block_order<8>(bitmask, 3);
-    check_tiles_in_block_order<12>(bitmask, 4);
-    check_tiles_in_block_order<16>(bitmask, 6);
+    check_windows_in_block_order<1>(bitmask, 5);
+    check_windows_in_block_order<4>(bitmask, 5);
+    check_windows_in_block_order<8>(bitmask, 3);
+    check_windows_in_block_order<12>(bitmask, 4);
+    check_windows_in_block_order<16>(bitmask, 6);
   }
 }
 

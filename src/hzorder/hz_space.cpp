@@ -58,9 +58,9 @@ Point HzSpace::resolution_spacing(int level) const {
   return {int64_t{1} << c[0], int64_t{1} << c[1], int64_t{1} << c[2]};
 }
 
-Point HzSpace::tile_extent(int level, int tile_bits) const {
-  tile_bits = std::clamp(tile_bits, 0, level);
-  const Point c = count_bits(level - tile_bits + 1, level);
+Point HzSpace::window_extent(int level, int window_bits) const {
+  window_bits = std::clamp(window_bits, 0, level);
+  const Point c = count_bits(level - window_bits + 1, level);
   return {int64_t{1} << c[0], int64_t{1} << c[1], int64_t{1} << c[2]};
 }
 

@@ -56,10 +56,10 @@ class HzSpace {
   // Local. The resolution-H samples inside `box`: the grid a read of (box, H) returns.
   SampleGrid grid_in_box(const Box& box, int level) const;
 
-  // Local. The extent, in samples of the resolution-H grid, of an aligned tile of that grid holding
-  // 2^tile_bits samples: the region of bitmask positions (H - tile_bits, H], the one whose samples of
-  // every level are one contiguous range of each block they lie in. tile_bits is clamped to [0, H].
-  Point tile_extent(int level, int tile_bits) const;
+  // Local. The extent, in samples of the resolution-H grid, of an aligned window of that grid holding
+  // 2^window_bits samples: the region of bitmask positions (H - window_bits, H], the one whose samples of
+  // every level are one contiguous range of each block they lie in. window_bits is clamped to [0, H].
+  Point window_extent(int level, int window_bits) const;
 
   // Local, thread-safe. The runs making up a block in the given storage layout. Block 0 in HZ order
   // has one run per level 0..bpb; every other case is a single run.

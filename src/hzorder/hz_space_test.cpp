@@ -157,16 +157,16 @@ TEST(HzSpace, GridInBoxMatchesOpenVisusCoarseReadShapes) {
   EXPECT_EQ(s3.grid_in_box(cube, 12).count, (Point{16, 16, 16}));
 }
 
-TEST(HzSpace, ATileHoldsTwoToTheTileBitsSamplesAndOneIndexRangePerLevel) {
+TEST(HzSpace, AWindowHoldsTwoToTheWindowBitsSamplesAndOneIndexRangePerLevel) {
   for (const char* text : {"V012012012", "V0101010101", "V2210100", "V0000112222"}) {
     HzSpace s(format::Bitmask::parse(text).value(), 3);
     const Point p2 = s.bitmask().pow2_dims();
     for (int level = 0; level <= s.max_level(); ++level) {
       const SampleGrid g = s.grid_in_box({{0, 0, 0}, p2}, level);
       for (int bits = 0; bits <= s.max_level() + 1; ++bits) {
-        const Point t = s.tile_extent(level, bits);
+        const Point t = s.window_extent(level, bits);
         ASSERT_EQ(t[0] * t[1] * t[2], int64_t{1} << std::min(bits, level)) << text << " " << level << " " << bits;
-        // The last tile of the grid: per level, its addresses must be consecutive.
+        // The last window of the grid: per level, its addresses must be consecutive.
         std::map<int, std::vector<uint64_t>> by_level;
         for (int64_t z = g.count[2] - t[2]; z < g.count[2]; ++z)
           for (int64_t y = g.count[1] - t[1]; y < g.count[1]; ++y)

@@ -134,17 +134,20 @@ Status File::load(uint64_t offset, uint64_t length) const {
   static const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
   uint64_t done = 0;
   while (done < length) {
-    off_t at = static_cast<off_t>(offset + done);
     const size_t chunk = static_cast<size_t>(std::min<uint64_t>(length - done, uint64_t{1} << 30));
-    const ssize_t n = null_fd >= 0 ? ::sendfile(null_fd, fd_, &at, chunk) : -1;
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (null_fd < 0 || errno == EINVAL || errno == ENOSYS)) {  // no sendfile here: read instead
+    ssize_t n = -1;
+    if (null_fd >= 0) {
+      off_t at = static_cast<off_t>(offset + done);
+      n = ::sendfile(null_fd, fd_, &at, chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno != EINVAL && errno != ENOSYS) return os_error("read", path_, errno);
+    }
+    if (n < 0) {  // no /dev/null or no sendfile for this file: read into a buffer instead
       std::vector<std::byte> buffer(std::min<size_t>(chunk, size_t{1} << 20));
       HZIO_RETURN_IF_ERROR(read_at(offset + done, buffer));
       done += buffer.size();
       continue;
     }
-    if (n < 0) return os_error("read", path_, errno);
     if (n == 0) {
       return corrupt("file " + path_ + " ends at byte " + std::to_string(offset + done) + ", expected " +
                      std::to_string(offset + length));

@@ -278,53 +278,79 @@ def _random_array(rng, shape, dtype):
     return rng.standard_normal(full).astype(scalar)
 
 
-@pytest.mark.parametrize("shape,dtype,layout,bpb,gap_misses_blocks", [
-    ((128, 256, 520), "float32", "hzorder", 14, True),    # 65 MiB, blocks of 64 KiB
-    ((4100, 4096), "float32", "rowmajor", None, True),    # 2-D, row-major blocks (placed by the general copy)
-    ((67, 130, 245), "float64", "hzorder", 12, False),    # odd sizes, blocks much smaller than a tile
-    ((40, 100, 700), "float32[3]", "hzorder", 16, False), # 12-byte samples, a thin z axis
-    ((300, 170, 170), "uint8", "hzorder", 10, True),      # 1-byte samples
+@pytest.mark.parametrize("shape,dtype,layout,bpb,default,gap_misses_blocks", [
+    ((128, 256, 520), "float32", "hzorder", 14, -7.5, True),    # 65 MiB, blocks of 64 KiB
+    ((4100, 4096), "float32", "rowmajor", None, 0, True),       # 2-D, row-major blocks (placed by the general copy)
+    ((67, 130, 245), "float64", "hzorder", 12, 0, False),       # odd sizes, blocks much smaller than a window
+    ((40, 100, 700), "float32[3]", "hzorder", 16, 2.25, False), # 12-byte samples, a thin z axis
+    ((48, 96, 400), "float64[2]", "hzorder", 15, -1, False),    # 16-byte samples
+    ((300, 170, 170), "uint8", "hzorder", 10, 3, True),         # 1-byte samples
 ])
-def test_large_reads_assembled_tile_by_tile_are_exact(tmp_path, rng, shape, dtype, layout, bpb, gap_misses_blocks):
-    """Outputs of 8 MiB and more whose blocks are in the page cache (just written) are assembled tile
-    by tile; planes never written read as the default value (their finest blocks are missing), and
-    sub-boxes and coarse levels stay exact. Small reads keep placing block by block."""
+def test_large_reads_assembled_window_by_window_are_exact(tmp_path, rng, shape, dtype, layout, bpb, default,
+                                                          gap_misses_blocks):
+    """Outputs of 8 MiB and more whose blocks are in the page cache (just written) are assembled window
+    by window; planes never written read as the field's default value (their finest blocks are missing,
+    or merged with the default), and sub-boxes and coarse levels stay exact. Small reads keep placing
+    block by block."""
     src = _random_array(rng, shape, dtype)
-    path = str(tmp_path / "tiles.idx")
+    path = str(tmp_path / "windows.idx")
     h0, h1 = shape[0] // 3, shape[0] // 3 + shape[0] // 4
-    with hzio.create(path, shape=shape, fields={"f": dtype}, layout=layout, bits_per_block=bpb) as ds:
+    fields = [("f", dtype, {"default_value": default})]
+    with hzio.create(path, shape=shape, fields=fields, layout=layout, bits_per_block=bpb) as ds:
         ds.write(src[:h0])
         ds.write(src[h1:], offset=(h1,) + (0,) * (len(shape) - 1))
-    src[h0:h1] = 0
+    src[h0:h1] = default
     with hzio.open(path) as ds:
         got = ds.read()
         rep = dict(ds.last_report)
         np.testing.assert_array_equal(got, src)
-        assert rep["placement"] == "tiles" and (rep["blocks_missing"] > 0) == gap_misses_blocks, rep
-        assert rep["bytes_read"] == rep["min_bytes"], rep
+        assert rep["assembly"] == "windows" and (rep["blocks_missing"] > 0) == gap_misses_blocks, rep
+        block_bytes = (1 << ds.bits_per_block) * src.itemsize * (src.shape[-1] if src.ndim > len(shape) else 1)
+        assert rep["min_bytes"] == rep["blocks_read"] * block_bytes < rep["bytes_read"], rep  # + header tables
         assert got.ctypes.data % 64 == 0  # new large outputs start on a cache line
         lo = tuple(n // 7 for n in shape)
         hi = tuple(n - n // 9 for n in shape)
         sub = ds.read(box=(lo, hi))
         np.testing.assert_array_equal(sub, src[tuple(slice(l, h) for l, h in zip(lo, hi))])
-        assert ds.last_report["placement"] == ("tiles" if sub.nbytes >= 8 << 20 else "blocks")
+        assert ds.last_report["assembly"] == ("windows" if sub.nbytes >= 8 << 20 else "blocks")
         out = np.empty_like(src)  # a caller's array, not on a cache line: same result
         ds.read(out=out)
         np.testing.assert_array_equal(out, src)
         for level in (ds.max_level - 1, ds.max_level - 2, ds.max_level - 5):
             want = he.expected_level(src, ds.bitmask, full_box(shape), level)
-            np.testing.assert_array_equal(ds.read(level=level), want)
+            got = ds.read(level=level)
+            np.testing.assert_array_equal(got, want)
+            assert ds.last_report["assembly"] == ("windows" if got.nbytes >= 8 << 20 else "blocks")
         small = ((0,) * len(shape), tuple(min(n, 9) for n in shape))
         np.testing.assert_array_equal(ds.read(box=small), src[tuple(slice(0, h) for h in small[1])])
-        assert ds.last_report["placement"] == "blocks"
-    # Evicted from the page cache, the blocks are streamed from the disk in the order tiles use them.
+        assert ds.last_report["assembly"] == "blocks"
+    # Evicted from the page cache, the blocks are streamed from the disk in the order windows use them.
     for name in os.listdir(tmp_path):
         fd = os.open(tmp_path / name, os.O_RDONLY)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         os.close(fd)
     with hzio.open(path) as ds:
         np.testing.assert_array_equal(ds.read(), src)
-        assert ds.last_report["placement"] == "tiles"
+        assert ds.last_report["assembly"] == "windows"
+
+
+def test_a_data_file_that_shrinks_under_a_reader_fails_the_read_with_its_name(tmp_path, rng):
+    """Blocks read from the disk are loaded before any worker touches them: a data file cut short after
+    the dataset mapped it gives a CorruptError naming the file, not a crash in a page fault."""
+    shape = (64, 256, 256)  # 16 MiB of float32 in 4 data files
+    path = str(tmp_path / "shrinks.idx")
+    with hzio.create(path, shape=shape, fields={"f": "float32"}, blocks_per_file=64) as ds:
+        ds.write(rng.standard_normal(shape, dtype=np.float32))
+    victim = sorted(p for p in os.listdir(tmp_path / "shrinks") if p.endswith(".bin"))[-1]
+    with hzio.open(path) as ds:
+        ds.read()  # maps every data file and caches its header table
+        os.truncate(tmp_path / "shrinks" / victim, os.path.getsize(tmp_path / "shrinks" / victim) // 2)
+        for name in os.listdir(tmp_path / "shrinks"):
+            fd = os.open(tmp_path / "shrinks" / name, os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+        with pytest.raises(hzio.CorruptError, match=victim):
+            ds.read()
 
 
 def test_level_grid_is_the_points_of_hz_level_at_most_h(rng):

@@ -1,5 +1,5 @@
-// Tiled placement of large reads (see tiled_placement.hpp and docs/design/read-path.md "Tiles").
-#include "core/tiled_placement.hpp"
+// Windowed assembly of large reads (see window_assembly.hpp and docs/design/read-path.md "Windows").
+#include "core/window_assembly.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -10,15 +10,15 @@ namespace {
 
 using hzorder::Run;
 
-// Tiles of about 512 KiB: with the block parts they read, they fit in a 1 MiB L2 cache. Measured on a
-// 512^3 float32 read: 2^17-sample tiles decoded at 1300 million samples/s per core, 2^15 at 1170,
+// Windows of about 512 KiB: with the block parts they read, they fit in a 1 MiB L2 cache. Measured on a
+// 512^3 float32 read: 2^17-sample windows decoded at 1300 million samples/s per core, 2^15 at 1170,
 // and placing the blocks one after the other into the whole output at 600.
-constexpr size_t kTileBytes = size_t{512} << 10;
+constexpr size_t kWindowBytes = size_t{512} << 10;
 
-int64_t tile_count(const TilePlan& t) { return t.count[0] * t.count[1] * t.count[2]; }
+int64_t window_count(const WindowPlan& t) { return t.count[0] * t.count[1] * t.count[2]; }
 
-// Tile k's coordinates in the tile grid.
-Point tile_coords(const TilePlan& t, int64_t k) { return {k % t.count[0], k / t.count[0] % t.count[1], k / t.count[0] / t.count[1]}; }
+// Window k's coordinates in the window grid.
+Point window_coords(const WindowPlan& t, int64_t k) { return {k % t.count[0], k / t.count[0] % t.count[1], k / t.count[0] / t.count[1]}; }
 
 }  // namespace
 
@@ -36,18 +36,19 @@ PlacedBlock make_placed_block(std::vector<Run> runs, const std::byte* data) {
   return p;
 }
 
-TilePlan plan_tiles(const hzorder::HzSpace& space, int level, const std::vector<PlacedBlock>& placed, const Box& box,
+WindowPlan plan_windows(const hzorder::HzSpace& space, int level, const std::vector<PlacedBlock>& placed, const Box& box,
                     const SampleGrid& g, size_t sample_bytes) {
-  TilePlan t;
-  t.extent = space.tile_extent(level, std::bit_width(std::max<size_t>(1, kTileBytes / sample_bytes)) - 1);
+  WindowPlan t;
+  t.extent = space.window_extent(level, std::bit_width(std::max<size_t>(1, kWindowBytes / sample_bytes)) - 1);
   for (int a = 0; a < kMaxDims; ++a) {
     t.offset[a] = (g.origin[a] / g.spacing[a]) % t.extent[a];
     t.count[a] = (t.offset[a] + g.count[a] - 1) / t.extent[a] + 1;
   }
-  t.blocks.resize(static_cast<size_t>(tile_count(t)));
+  t.blocks.resize(static_cast<size_t>(window_count(t)));
   for (size_t i = 0; i < placed.size(); ++i) {
     const PlacedBlock& p = placed[i];
-    Point lo, hi;  // tile index range
+    if (p.runs.empty()) continue;
+    Point lo, hi;  // window index range
     bool inside = true;
     for (int a = 0; a < kMaxDims && inside; ++a) {
       // The grid indices of the block's bounds within the box.
@@ -64,12 +65,12 @@ TilePlan plan_tiles(const hzorder::HzSpace& space, int level, const std::vector<
         for (int64_t x = lo[0]; x < hi[0]; ++x)
           t.blocks[static_cast<size_t>((z * t.count[1] + y) * t.count[0] + x)].push_back(static_cast<uint32_t>(i));
   }
-  // Tiles in the HZ order of their last samples: these are samples of the read's level (the tile's
+  // Windows in the HZ order of their last samples: these are samples of the read's level (the window's
   // bits all set), and among samples of one level HZ order is the order of the data files. (First
-  // samples would not do: with the tile's bits clear they belong to coarser levels, in level order.)
+  // samples would not do: with the window's bits clear they belong to coarser levels, in level order.)
   std::vector<std::pair<uint64_t, uint32_t>> keyed(t.blocks.size());
   for (size_t k = 0; k < keyed.size(); ++k) {
-    const Point c = tile_coords(t, static_cast<int64_t>(k));
+    const Point c = window_coords(t, static_cast<int64_t>(k));
     Point last;
     for (int a = 0; a < kMaxDims; ++a) last[a] = g.origin[a] + ((c[a] + 1) * t.extent[a] - t.offset[a] - 1) * g.spacing[a];
     keyed[k] = {space.point_to_hz(last), static_cast<uint32_t>(k)};
@@ -83,40 +84,41 @@ TilePlan plan_tiles(const hzorder::HzSpace& space, int level, const std::vector<
   return t;
 }
 
-void place_in_tiles(const TilePlan& plan, const std::vector<PlacedBlock>& placed, const hzorder::ArrayView& view,
-                    const TileFill& fill, util::ThreadPool& pool,
+void assemble_windows(const WindowPlan& plan, const std::vector<PlacedBlock>& placed, const hzorder::ArrayView& view,
+                    const WindowFill& fill, util::ThreadPool& pool,
                     const std::function<bool(const std::vector<uint32_t>&)>& ready) {
   const SampleGrid& g = view.grid;
   const size_t sb = view.sample_bytes;
   pool.parallel_for(plan.order.size(), [&](size_t n) {
     const uint32_t k = plan.order[n];
-    const Point c = tile_coords(plan, k);
+    if (ready && !ready(plan.blocks[k])) return;
+    const Point c = window_coords(plan, k);
     Point first;
-    hzorder::ArrayView tile{nullptr, g, sb};
+    hzorder::ArrayView window{nullptr, g, sb};
     Box clip;
     for (int a = 0; a < kMaxDims; ++a) {
       first[a] = std::max<int64_t>(0, c[a] * plan.extent[a] - plan.offset[a]);
-      tile.grid.count[a] = std::min(g.count[a], (c[a] + 1) * plan.extent[a] - plan.offset[a]) - first[a];
-      tile.grid.origin[a] = g.origin[a] + first[a] * g.spacing[a];
-      clip.lo[a] = tile.grid.origin[a];
-      clip.hi[a] = tile.grid.origin[a] + (tile.grid.count[a] - 1) * g.spacing[a] + 1;
+      window.grid.count[a] = std::min(g.count[a], (c[a] + 1) * plan.extent[a] - plan.offset[a]) - first[a];
+      window.grid.origin[a] = g.origin[a] + first[a] * g.spacing[a];
+      clip.lo[a] = window.grid.origin[a];
+      clip.hi[a] = window.grid.origin[a] + (window.grid.count[a] - 1) * g.spacing[a] + 1;
     }
     thread_local std::vector<std::byte> buffer;
-    const size_t samples = static_cast<size_t>(tile.grid.sample_count());
+    const size_t samples = static_cast<size_t>(window.grid.sample_count());
     buffer.resize(samples * sb);
-    tile.data = buffer.data();
-    if (fill.needed) hzorder::fill_samples(tile.data, samples, fill.dtype, fill.value);
+    window.data = buffer.data();
+    if (fill.needed) hzorder::fill_samples(window.data, samples, fill.dtype, fill.value);
     for (uint32_t i : plan.blocks[k]) {
       std::byte* data = const_cast<std::byte*>(placed[i].data);
       for (const Run& r : placed[i].runs)
-        if (hzorder::copy_run_in_block_order(r, clip, data, tile, hzorder::Direction::kBlockToArray) < 0)
-          hzorder::copy_run(r, clip, data, tile, hzorder::Direction::kBlockToArray);
+        if (hzorder::copy_run_in_block_order(r, clip, data, window, hzorder::Direction::kBlockToArray) < 0)
+          hzorder::copy_run(r, clip, data, window, hzorder::Direction::kBlockToArray);
     }
-    const size_t row_bytes = static_cast<size_t>(tile.grid.count[0]) * sb, out_row = static_cast<size_t>(g.count[0]) * sb;
-    for (int64_t z = 0; z < tile.grid.count[2]; ++z) {
+    const size_t row_bytes = static_cast<size_t>(window.grid.count[0]) * sb, out_row = static_cast<size_t>(g.count[0]) * sb;
+    for (int64_t z = 0; z < window.grid.count[2]; ++z) {
       std::byte* dst = view.data + static_cast<size_t>(((first[2] + z) * g.count[1] + first[1]) * g.count[0] + first[0]) * sb;
-      hzorder::copy_rows_streaming(dst, out_row, tile.data + static_cast<size_t>(z * tile.grid.count[1]) * row_bytes,
-                                   row_bytes, tile.grid.count[1]);
+      hzorder::copy_rows_streaming(dst, out_row, window.data + static_cast<size_t>(z * window.grid.count[1]) * row_bytes,
+                                   row_bytes, window.grid.count[1]);
     }
   });
 }
