@@ -32,7 +32,8 @@ int64_t copy_run(const Run& run, const Box& clip, std::byte* block, const ArrayV
 int64_t copy_run_in_block_order(const Run& run, const Box& clip, std::byte* block, const ArrayView& array,
                                 Direction direction);
 
-// Local. Copies `rows` rows of `row_bytes` from dense `src` to rows `dst_stride` bytes apart at `dst`.
+// Local, thread-safe for disjoint destinations. Copies `rows` rows of `row_bytes` from dense `src` to
+// rows `dst_stride` bytes apart at `dst`, all visible to other threads on return.
 // When every destination row starts on a 64-byte line and spans whole lines, uses streaming stores:
 // lines are written without first being read, and the output does not evict the caches.
 void copy_rows_streaming(std::byte* dst, size_t dst_stride, const std::byte* src, size_t row_bytes, int64_t rows);
