@@ -1,7 +1,9 @@
 // LargeBuffer: uninitialized scratch memory for bulk sample data (staged boxes, exchange buffers,
 // read results). Buffers of 2 MiB and more come straight from mmap, aligned to 2 MiB and advised for
 // transparent huge pages: first touching 512 MiB of fresh 4 KiB pages costs several times a memcpy of
-// it, and huge pages cut most of that (bench/README.md, "Fresh memory").
+// it, and huge pages cut most of that (bench/README.md, "Fresh memory"). Released mappings are kept
+// for reuse (up to 1 GiB and 16 mappings per process, marked MADV_FREE so that the kernel can still
+// reclaim their pages), so that repeated flushes and reads do not pay for fresh memory again.
 #pragma once
 
 #include <cstddef>
