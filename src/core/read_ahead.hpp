@@ -39,14 +39,14 @@ class Prefetcher {
   std::thread thread_;
 };
 
-// Loads blocks into the page cache from helper threads and lets workers wait until the blocks they
-// need are loaded. Every file is loaded front to back (io::File::load, in requests of up to 8 MiB),
-// so that the kernel's readahead sees one sequential stream per file and fills the cache with large
-// folios; the next request goes to the file holding the unloaded block needed soonest (`first_use`:
-// a lower value is needed earlier). Four threads keep four requests in flight. Unlike hints, the workers never
-// fault on a page still on the disk: such a fault reads it in small pages (slower to map, then and on
-// every later read), and an I/O error there would kill the process instead of failing the read. Stops
-// early when destroyed. Local; the spans' files must outlive it.
+// Loads blocks into the page cache from a helper thread and lets workers wait until the blocks they
+// need are loaded. The files are loaded one after the other, in the order the windows first need them
+// (`first_use`: a lower value is needed earlier), each front to back (io::File::load, requests of up
+// to 8 MiB): one sequential stream, which the kernel's readahead keeps ahead and fills into large
+// folios. Unlike hints, the workers never fault on a page still on the disk: such a fault reads it in
+// small pages (slower to map, then and on every later read), and an I/O error there would kill the
+// process instead of failing the read. Stops early when destroyed. Local; the spans' files must
+// outlive it.
 class BlockLoader {
  public:
   BlockLoader(std::vector<Span> blocks, std::vector<uint32_t> first_use);
@@ -62,23 +62,17 @@ class BlockLoader {
   Status status();
 
  private:
-  // A file's blocks in file order; from each position on, the soonest first use; the next to claim.
-  struct FileQueue {
-    std::vector<uint32_t> blocks;
-    std::vector<uint32_t> soonest;
-    size_t next = 0;
-  };
   void run();
   std::vector<Span> blocks_;
   std::vector<uint32_t> first_use_;
   std::mutex mutex_;
   std::condition_variable progress_;
-  std::vector<FileQueue> files_;
+  std::vector<std::vector<uint32_t>> files_;  // per file, in loading order: its blocks in file order
   std::vector<bool> loaded_;
   bool failed_ = false;
   Status error_;
   std::atomic<bool> stop_{false};
-  std::vector<std::thread> threads_;
+  std::thread thread_;
 };
 
 }  // namespace hzio::core
