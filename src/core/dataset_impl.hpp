@@ -11,6 +11,7 @@
 
 #include "core/block_codec.hpp"
 #include "core/data_files.hpp"
+#include "core/window_assembly.hpp"
 #include "format/idx_file.hpp"
 #include "hzio/dataset.hpp"
 #include "hzio/write_report.hpp"
@@ -44,7 +45,8 @@ class Dataset::Impl {
                   ReadReport* report, DecodedBlocks* keep, bool fill_default = false);
   // The two ways read_box places samples (read_path.cpp): window by window from mapped raw blocks, or
   // block by block (any block; the only way for progressive steps and the `keep` cache).
-  Status read_in_windows(ReadPlan& plan, const Box& box, int level, int field, const hzorder::ArrayView& view);
+  Status read_in_windows(ReadPlan& plan, const Box& box, int level, int min_level, int field,
+                         const hzorder::ArrayView& view, const core::WindowFill& fill);
   Status read_block_by_block(ReadPlan& plan, const Box& box, int level, int min_level, int field,
                              const hzorder::ArrayView& view, DecodedBlocks* keep, bool fill_default);
   // Whether a located block is a raw block of a committed file, placeable from the file's mapping.

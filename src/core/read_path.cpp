@@ -108,12 +108,17 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
       sp.end = std::max(sp.end, end);
     }
   }
-  // Windows write every sample of the grid, so they serve reads of all levels with defaults filled,
-  // when every present block can be placed from its file's mapping.
-  bool windows = !keep && min_level == 0 && (plan.missing == 0 || fill_default) &&
-                 static_cast<uint64_t>(view.grid.sample_count()) * fc.dtype.bytes() >= kWindowedReadBytes;
-  for (size_t i = 0; i < plan.blocks.size() && windows; ++i) windows = !plan.where[i] || mapped(*plan.where[i], field);
-  Status s = windows ? read_in_windows(plan, box, level, field, view)
+  // Windows serve large reads whose present blocks can all be placed from their files' mappings (block 0
+  // of a progressive read, cached decoded in `keep`, goes block by block).
+  bool windows = static_cast<uint64_t>(view.grid.sample_count()) * fc.dtype.bytes() >= kWindowedReadBytes;
+  for (size_t i = 0; i < plan.blocks.size() && windows; ++i)
+    windows = !(keep && plan.blocks[i] == 0) && (!plan.where[i] || mapped(*plan.where[i], field));
+  // A window starts from the output where samples no block provides must keep their values: samples of
+  // levels below min_level, and those of missing blocks when defaults are not filled.
+  core::WindowFill fill{core::WindowFill::Start::kBlocksOnly, fc.dtype, fc.default_value};
+  if (min_level > 0 || (plan.missing > 0 && !fill_default)) fill.start = core::WindowFill::Start::kOutput;
+  else if (plan.missing > 0) fill.start = core::WindowFill::Start::kDefault;
+  Status s = windows ? read_in_windows(plan, box, level, min_level, field, view, fill)
                      : read_block_by_block(plan, box, level, min_level, field, view, keep, fill_default);
   if (report) {
     report->files_opened += plan.io.files_opened;
@@ -133,7 +138,8 @@ bool Dataset::Impl::mapped(const core::BlockLocation& w, int field) const {
          w.entry.offset + bytes <= w.file->mapped_bytes();
 }
 
-Status Dataset::Impl::read_in_windows(ReadPlan& plan, const Box& box, int level, int field, const hzorder::ArrayView& view) {
+Status Dataset::Impl::read_in_windows(ReadPlan& plan, const Box& box, int level, int min_level, int field,
+                                      const hzorder::ArrayView& view, const core::WindowFill& fill) {
   const core::FieldCoding& fc = coding_[field];
   std::vector<core::PlacedBlock> placed;
   std::vector<core::Span> placed_spans;
@@ -141,7 +147,7 @@ Status Dataset::Impl::read_in_windows(ReadPlan& plan, const Box& box, int level,
     if (!plan.where[i]) continue;
     const core::BlockLocation& w = *plan.where[i];
     const Layout layout = (w.entry.flags & format::kFlagRowMajor) ? Layout::kRowMajor : Layout::kHzOrder;
-    placed.push_back(core::make_placed_block(runs_to_place(*space_, plan.blocks[i], layout, 0, level),
+    placed.push_back(core::make_placed_block(runs_to_place(*space_, plan.blocks[i], layout, min_level, level),
                                              w.file->map_readonly() + w.entry.offset));
     placed_spans.push_back({w.file.get(), w.entry.offset, w.entry.offset + w.entry.size});
   }
@@ -149,7 +155,6 @@ Status Dataset::Impl::read_in_windows(ReadPlan& plan, const Box& box, int level,
   plan.io.min_bytes += plan.needed_bytes;
   plan.io.blocks_read += static_cast<int64_t>(placed.size());
   const core::WindowPlan windows = core::plan_windows(*space_, level, placed, box, view.grid, fc.dtype.bytes());
-  const core::WindowFill fill{plan.missing > 0, fc.dtype, fc.default_value};
   if (resident(plan.spans)) {
     core::assemble_windows(windows, placed, view, fill, pool_);
     return Status::ok();

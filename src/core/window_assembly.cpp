@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <climits>
+#include <cstring>
 
 namespace hzio::core {
 namespace {
@@ -107,17 +108,23 @@ void assemble_windows(const WindowPlan& plan, const std::vector<PlacedBlock>& pl
     const size_t samples = static_cast<size_t>(window.grid.sample_count());
     buffer.resize(samples * sb);
     window.data = buffer.data();
-    if (fill.needed) hzorder::fill_samples(window.data, samples, fill.dtype, fill.value);
+    const size_t row_bytes = static_cast<size_t>(window.grid.count[0]) * sb, out_row = static_cast<size_t>(g.count[0]) * sb;
+    const auto out_at = [&](int64_t z, int64_t y) {
+      return view.data + static_cast<size_t>(((first[2] + z) * g.count[1] + first[1] + y) * g.count[0] + first[0]) * sb;
+    };
+    if (fill.start == WindowFill::Start::kDefault) hzorder::fill_samples(window.data, samples, fill.dtype, fill.value);
+    if (fill.start == WindowFill::Start::kOutput)
+      for (int64_t z = 0; z < window.grid.count[2]; ++z)
+        for (int64_t y = 0; y < window.grid.count[1]; ++y)
+          std::memcpy(window.data + static_cast<size_t>(z * window.grid.count[1] + y) * row_bytes, out_at(z, y), row_bytes);
     for (uint32_t i : plan.blocks[k]) {
       std::byte* data = const_cast<std::byte*>(placed[i].data);
       for (const Run& r : placed[i].runs)
         if (hzorder::copy_run_in_block_order(r, clip, data, window, hzorder::Direction::kBlockToArray) < 0)
           hzorder::copy_run(r, clip, data, window, hzorder::Direction::kBlockToArray);
     }
-    const size_t row_bytes = static_cast<size_t>(window.grid.count[0]) * sb, out_row = static_cast<size_t>(g.count[0]) * sb;
     for (int64_t z = 0; z < window.grid.count[2]; ++z) {
-      std::byte* dst = view.data + static_cast<size_t>(((first[2] + z) * g.count[1] + first[1]) * g.count[0] + first[0]) * sb;
-      hzorder::copy_rows_streaming(dst, out_row, window.data + static_cast<size_t>(z * window.grid.count[1]) * row_bytes,
+      hzorder::copy_rows_streaming(out_at(z, 0), out_row, window.data + static_cast<size_t>(z * window.grid.count[1]) * row_bytes,
                                    row_bytes, window.grid.count[1]);
     }
   });

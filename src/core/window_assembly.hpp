@@ -22,9 +22,12 @@ struct PlacedBlock {
 // Local. A PlacedBlock over `data` (the block's samples in the layout the runs describe).
 PlacedBlock make_placed_block(std::vector<hzorder::Run> runs, const std::byte* data);
 
-// The value of samples that no block provides (a missing block), when the read must set them.
+// How a window starts before its blocks are copied in: as is (every sample comes from a block), filled
+// with the default value (samples of missing blocks take it), or with the output's current samples
+// (kept where no block provides one: a progressive step keeps the coarser levels it placed before).
 struct WindowFill {
-  bool needed = false;
+  enum class Start { kBlocksOnly, kDefault, kOutput };
+  Start start = Start::kBlocksOnly;
   DType dtype;
   double value = 0;
 };
@@ -51,8 +54,8 @@ WindowPlan plan_windows(const hzorder::HzSpace& space, int level, const std::vec
 // must stay valid meanwhile. Each window is assembled in a per-thread buffer: every block part inside
 // an aligned window is one contiguous index range, walked in order, so the blocks are read sequentially
 // and the stores hit the cache. Then the window is stored into `view` row by row, with streaming stores
-// when its rows are whole cache lines. Every sample of the grid must come from a block of `placed` or
-// from `fill`. With `ready`, each window first calls ready(its block list) and is skipped if that
+// when its rows are whole cache lines. With Start::kBlocksOnly, every sample of the grid must come
+// from a block of `placed`. With `ready`, each window first calls ready(its block list) and is skipped if that
 // returns false (the blocks could not be loaded; the caller reports the error).
 void assemble_windows(const WindowPlan& plan, const std::vector<PlacedBlock>& placed, const hzorder::ArrayView& view,
                     const WindowFill& fill, util::ThreadPool& pool,

@@ -324,6 +324,10 @@ def test_large_reads_assembled_window_by_window_are_exact(tmp_path, rng, shape, 
         small = ((0,) * len(shape), tuple(min(n, 9) for n in shape))
         np.testing.assert_array_equal(ds.read(box=small), src[tuple(slice(0, h) for h in small[1])])
         assert ds.last_report["assembly"] == "blocks"
+        # Progressive steps keep the coarser levels they placed before; large steps are windowed too.
+        for level, arr in ds.progressive():
+            np.testing.assert_array_equal(arr, he.expected_level(src, ds.bitmask, full_box(shape), level))
+        assert level == ds.max_level and ds.last_report["assembly"] == "windows", ds.last_report
     # Evicted from the page cache, the blocks are streamed from the disk in the order windows use them.
     for name in os.listdir(tmp_path):
         fd = os.open(tmp_path / name, os.O_RDONLY)
