@@ -51,6 +51,8 @@ class Dataset::Impl {
                              const hzorder::ArrayView& view, DecodedBlocks* keep, bool fill_default);
   // Whether a located block is a raw block of a committed file, placeable from the file's mapping.
   bool mapped(const core::BlockLocation& where, int field) const;
+  // The runs of a decoded block (in `layout`) holding its samples of levels [min_level, level].
+  std::vector<hzorder::Run> runs_to_place(uint64_t block, Layout layout, int min_level, int level) const;
   // Copies the samples of levels [min_level, level] of a decoded block into `view` (the read grid of box).
   void place_block(uint64_t block, Layout layout, const std::byte* data, const Box& box, int level, int min_level,
                    const hzorder::ArrayView& view) const;

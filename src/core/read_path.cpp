@@ -31,7 +31,7 @@ Run subsample(const Run& r, const Point& spacing) {
 }
 
 // The runs of a decoded block that hold samples of levels [min_level, level].
-std::vector<Run> runs_to_place(const hzorder::HzSpace& space, uint64_t block, Layout layout, int min_level, int level) {
+std::vector<Run> runs_of_levels(const hzorder::HzSpace& space, uint64_t block, Layout layout, int min_level, int level) {
   std::vector<Run> runs = space.block_runs(block, layout);
   if (block != 0) return runs;
   if (layout == Layout::kRowMajor) {
@@ -72,9 +72,13 @@ struct ReadPlan {
   ReadReport io;                  // header tables read while locating
 };
 
+std::vector<hzorder::Run> Dataset::Impl::runs_to_place(uint64_t block, Layout layout, int min_level, int level) const {
+  return runs_of_levels(*space_, block, layout, min_level, level);
+}
+
 void Dataset::Impl::place_block(uint64_t block, Layout layout, const std::byte* data, const Box& box, int level,
                                 int min_level, const hzorder::ArrayView& view) const {
-  for (const Run& r : runs_to_place(*space_, block, layout, min_level, level)) {
+  for (const Run& r : runs_of_levels(*space_, block, layout, min_level, level)) {
     hzorder::copy_run(r, box, const_cast<std::byte*>(data), view, hzorder::Direction::kBlockToArray);
   }
 }
@@ -147,7 +151,7 @@ Status Dataset::Impl::read_in_windows(ReadPlan& plan, const Box& box, int level,
     if (!plan.where[i]) continue;
     const core::BlockLocation& w = *plan.where[i];
     const Layout layout = (w.entry.flags & format::kFlagRowMajor) ? Layout::kRowMajor : Layout::kHzOrder;
-    placed.push_back(core::make_placed_block(runs_to_place(*space_, plan.blocks[i], layout, min_level, level),
+    placed.push_back(core::make_placed_block(runs_of_levels(*space_, plan.blocks[i], layout, min_level, level),
                                              w.file->map_readonly() + w.entry.offset));
     placed_spans.push_back({w.file.get(), w.entry.offset, w.entry.offset + w.entry.size});
   }

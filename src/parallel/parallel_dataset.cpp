@@ -31,6 +31,7 @@ class ParallelDataset::Impl {
 
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0, size = 1;
+  bool one_node = false;  // every rank shares this node's memory (and page cache)
   ParallelOptions options;
   std::unique_ptr<Dataset> dataset;
   std::vector<Staged> staged;
@@ -72,6 +73,12 @@ Result<std::unique_ptr<ParallelDataset::Impl>> make_impl(MPI_Comm comm, const Pa
   MPI_Comm_dup(comm, &impl->comm);
   MPI_Comm_rank(impl->comm, &impl->rank);
   MPI_Comm_size(impl->comm, &impl->size);
+  MPI_Comm node;
+  MPI_Comm_split_type(impl->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int node_size = 0;
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_free(&node);
+  impl->one_node = node_size == impl->size;
   impl->options = options;
   return impl;
 }
@@ -128,13 +135,14 @@ Result<std::unique_ptr<ParallelDataset>> ParallelDataset::open(MPI_Comm comm, co
   return std::unique_ptr<ParallelDataset>(new ParallelDataset(std::move(impl)));
 }
 
-Status parallel_read(Dataset& dataset, MPI_Comm comm, size_t budget, const Box& box, int level, std::string_view field,
-                     int64_t time, void* out, size_t out_bytes, ReadReport* report, ReadMethod method);
+Status parallel_read(Dataset& dataset, MPI_Comm comm, bool one_node, size_t budget, const Box& box, int level,
+                     std::string_view field, int64_t time, void* out, size_t out_bytes, ReadReport* report,
+                     ReadMethod method);
 
 Status ParallelDataset::read_box(const Box& box, int level, std::string_view field, int64_t time, void* out,
                                  size_t out_bytes, ReadReport* report, ReadMethod method) {
-  return parallel_read(*impl_->dataset, impl_->comm, impl_->options.aggregator_bytes, box, level, field, time, out,
-                       out_bytes, report, method);
+  return parallel_read(*impl_->dataset, impl_->comm, impl_->one_node, impl_->options.aggregator_bytes, box, level, field,
+                       time, out, out_bytes, report, method);
 }
 
 Dataset& ParallelDataset::dataset() { return *impl_->dataset; }

@@ -170,8 +170,8 @@ def test_a_rank_asking_for_nothing_gets_an_empty_array(collective_run, seed, npr
 
 @grid
 def test_reports_name_the_method_that_ran(collective_run, seed, nprocs):
-    """Forced methods are reported as such; auto follows parallel-io.md (two-phase iff more than one rank
-    and the requested blocks summed over ranks are at least 1.5 times the distinct blocks)."""
+    """Forced methods are reported as such; auto follows parallel-io.md (two-phase iff the ranks span more
+    than one node and the requested blocks summed over ranks are at least 1.5 times the distinct blocks)."""
     _assert_check(collective_run(seed, nprocs), "method reported", minimum=2 * 3 * 3 * nprocs)
 
 
@@ -188,6 +188,13 @@ def test_independent_reads_touch_only_the_ranks_own_blocks_and_files(collective_
 @pytest.mark.parametrize("nprocs", [n for n in RANKS if n > 1], ids=lambda n: f"{n}ranks")
 def test_two_phase_reads_each_block_and_file_once_over_all_ranks(collective_run, seed, nprocs):
     _assert_check(collective_run(seed, nprocs), "two-phase reads each block once", minimum=2 * 3 * nprocs)
+
+
+@grid
+def test_large_two_phase_reads_are_assembled_in_windows_exactly(collective_run, seed, nprocs):
+    """Outputs of 8 MiB and more of two-phase reads are assembled window by window from the received
+    blocks, with the default value where blocks are missing."""
+    _assert_check(collective_run(seed, nprocs), "large two-phase reads assembled in windows", minimum=nprocs)
 
 
 @grid
