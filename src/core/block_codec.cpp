@@ -16,7 +16,7 @@ Result<Layout> load_block(const BlockLocation& where, const FieldCoding& field, 
                           int ndim, uint64_t block, std::vector<std::byte>& scratch, std::span<std::byte> out,
                           ReadReport* report) {
   const auto& e = where.entry;
-  const Layout layout = (e.flags & format::kFlagRowMajor) ? Layout::kRowMajor : Layout::kHzOrder;
+  const Layout layout = stored_layout(e.flags);
   auto kind = codec::codec_kind_from_flags(e.flags);
   auto where_text = [&] { return "file " + where.file->path() + ": block " + std::to_string(block) + ": "; };
   if (!kind.is_ok()) return Status(kind.status().code(), where_text() + kind.status().message());

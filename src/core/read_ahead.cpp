@@ -9,7 +9,7 @@
 
 namespace hzio::core {
 
-Prefetcher::Prefetcher(std::vector<Span> blocks, uint64_t request_bytes) : request_bytes_(request_bytes) {
+Prefetcher::Prefetcher(std::vector<Span> blocks) {
   if (!blocks.empty()) thread_ = std::thread([this, blocks = std::move(blocks)] { run(blocks); });
 }
 
@@ -20,6 +20,8 @@ Prefetcher::~Prefetcher() {
 
 void Prefetcher::run(const std::vector<Span>& blocks) {
   constexpr uint64_t kGap = uint64_t{64} << 10;  // blocks this close merge into one request
+  // Requests of up to 64 MiB: a cold 512^3 read took 0.43-0.57 s with them, 0.50-0.65 s with 4 MiB.
+  constexpr uint64_t kRequest = uint64_t{64} << 20;
   const auto issue = [](const Span& s) {
     if (!s.file->resident(s.begin, s.end - s.begin)) s.file->advise_willneed(s.begin, s.end - s.begin);
   };
@@ -29,7 +31,7 @@ void Prefetcher::run(const std::vector<Span>& blocks) {
     auto [it, fresh] = pending.try_emplace(b.file, b);
     if (fresh) continue;
     Span& p = it->second;
-    if (b.begin >= p.end && b.begin - p.end <= kGap && b.end - p.begin <= request_bytes_) {
+    if (b.begin >= p.end && b.begin - p.end <= kGap && b.end - p.begin <= kRequest) {
       p.end = b.end;
     } else {
       issue(p);
@@ -43,19 +45,19 @@ void Prefetcher::run(const std::vector<Span>& blocks) {
 }
 
 BlockLoader::BlockLoader(std::vector<Span> blocks, std::vector<uint32_t> first_use)
-    : blocks_(std::move(blocks)), first_use_(std::move(first_use)), loaded_(blocks_.size(), false) {
+    : blocks_(std::move(blocks)), loaded_(blocks_.size(), false) {
   // Files in the order windows first need them, each file's blocks in file order.
   std::map<const io::File*, size_t> index;
   std::vector<uint32_t> soonest;
   for (uint32_t i = 0; i < blocks_.size(); ++i) {
-    if (first_use_[i] == UINT32_MAX) continue;  // nobody waits for it: no load whose error could fail the read
+    if (first_use[i] == UINT32_MAX) continue;  // nobody waits for it: no load whose error could fail the read
     auto [it, fresh] = index.try_emplace(blocks_[i].file, files_.size());
     if (fresh) {
       files_.emplace_back();
       soonest.push_back(UINT32_MAX);
     }
     files_[it->second].push_back(i);
-    soonest[it->second] = std::min(soonest[it->second], first_use_[i]);
+    soonest[it->second] = std::min(soonest[it->second], first_use[i]);
   }
   std::vector<size_t> order(files_.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;

@@ -21,20 +21,19 @@ struct Span {
 };
 
 // Streams the payloads of a large read into the page cache from a helper thread, in the order the
-// workers place blocks (per file, neighbouring blocks merged into requests of up to request_bytes), so
+// workers place blocks (per file, neighbouring blocks merged into requests of up to 64 MiB), so
 // a cold read keeps the disk busy while the cores decode; the workers' page faults then find pages
 // read or on their way. Ranges already in the page cache are skipped, so a warm read costs a mincore
 // per request. Stops early when destroyed. Local; the spans' files must outlive it.
 class Prefetcher {
  public:
-  Prefetcher(std::vector<Span> blocks, uint64_t request_bytes);
+  explicit Prefetcher(std::vector<Span> blocks);
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
   ~Prefetcher();
 
  private:
   void run(const std::vector<Span>& blocks);
-  uint64_t request_bytes_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
@@ -64,7 +63,6 @@ class BlockLoader {
  private:
   void run();
   std::vector<Span> blocks_;
-  std::vector<uint32_t> first_use_;
   std::mutex mutex_;
   std::condition_variable progress_;
   std::vector<std::vector<uint32_t>> files_;  // per file, in loading order: its blocks in file order

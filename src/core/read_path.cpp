@@ -30,13 +30,14 @@ Run subsample(const Run& r, const Point& spacing) {
   return out;
 }
 
-// The runs of a decoded block that hold samples of levels [min_level, level].
-std::vector<Run> runs_of_levels(const hzorder::HzSpace& space, uint64_t block, Layout layout, int min_level, int level) {
-  std::vector<Run> runs = space.block_runs(block, layout);
+}  // namespace
+
+std::vector<Run> Dataset::Impl::runs_to_place(uint64_t block, Layout layout, int min_level, int level) const {
+  std::vector<Run> runs = space_->block_runs(block, layout);
   if (block != 0) return runs;
   if (layout == Layout::kRowMajor) {
-    if (level >= space.bits_per_block()) return runs;
-    return {subsample(runs[0], space.resolution_spacing(level))};
+    if (level >= space_->bits_per_block()) return runs;
+    return {subsample(runs[0], space_->resolution_spacing(level))};
   }
   std::vector<Run> keep;
   for (const Run& r : runs) {
@@ -45,6 +46,8 @@ std::vector<Run> runs_of_levels(const hzorder::HzSpace& space, uint64_t block, L
   }
   return keep;
 }
+
+namespace {
 
 // Whether every byte of the spans is in the page cache.
 bool resident(const std::vector<core::Span>& spans) {
@@ -55,10 +58,6 @@ bool resident(const std::vector<core::Span>& spans) {
 
 // Reads whose spans add up to less than this get plain hints from the calling thread.
 constexpr uint64_t kPrefetchThreadBytes = uint64_t{32} << 20;
-
-// Outputs at least this large are assembled window by window when all their blocks can be placed
-// from memory (core/window_assembly.hpp). Smaller ones go block by block, with no per-window work.
-constexpr uint64_t kWindowedReadBytes = uint64_t{8} << 20;
 
 }  // namespace
 
@@ -72,13 +71,9 @@ struct ReadPlan {
   ReadReport io;                  // header tables read while locating
 };
 
-std::vector<hzorder::Run> Dataset::Impl::runs_to_place(uint64_t block, Layout layout, int min_level, int level) const {
-  return runs_of_levels(*space_, block, layout, min_level, level);
-}
-
 void Dataset::Impl::place_block(uint64_t block, Layout layout, const std::byte* data, const Box& box, int level,
                                 int min_level, const hzorder::ArrayView& view) const {
-  for (const Run& r : runs_of_levels(*space_, block, layout, min_level, level)) {
+  for (const Run& r : runs_to_place(block, layout, min_level, level)) {
     hzorder::copy_run(r, box, const_cast<std::byte*>(data), view, hzorder::Direction::kBlockToArray);
   }
 }
@@ -114,7 +109,7 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
   }
   // Windows serve large reads whose present blocks can all be placed from their files' mappings (block 0
   // of a progressive read, cached decoded in `keep`, goes block by block).
-  bool windows = static_cast<uint64_t>(view.grid.sample_count()) * fc.dtype.bytes() >= kWindowedReadBytes;
+  bool windows = static_cast<uint64_t>(view.grid.sample_count()) * fc.dtype.bytes() >= core::kWindowedReadBytes;
   for (size_t i = 0; i < plan.blocks.size() && windows; ++i)
     windows = !(keep && plan.blocks[i] == 0) && (!plan.where[i] || mapped(*plan.where[i], field));
   // A window starts from the output where samples no block provides must keep their values: samples of
@@ -150,8 +145,7 @@ Status Dataset::Impl::read_in_windows(ReadPlan& plan, const Box& box, int level,
   for (size_t i = 0; i < plan.blocks.size(); ++i) {
     if (!plan.where[i]) continue;
     const core::BlockLocation& w = *plan.where[i];
-    const Layout layout = (w.entry.flags & format::kFlagRowMajor) ? Layout::kRowMajor : Layout::kHzOrder;
-    placed.push_back(core::make_placed_block(runs_of_levels(*space_, plan.blocks[i], layout, min_level, level),
+    placed.push_back(core::make_placed_block(runs_to_place(plan.blocks[i], core::stored_layout(w.entry.flags), min_level, level),
                                              w.file->map_readonly() + w.entry.offset));
     placed_spans.push_back({w.file.get(), w.entry.offset, w.entry.offset + w.entry.size});
   }
@@ -189,8 +183,7 @@ Status Dataset::Impl::read_block_by_block(ReadPlan& plan, const Box& box, int le
     for (const core::Span& sp : plan.spans)  // small scattered reads: one hint per file
       if (sp.end - sp.begin >= (uint64_t{1} << 20)) sp.file->advise_willneed(sp.begin, sp.end - sp.begin);
   }
-  // Requests of up to 64 MiB: a cold 512^3 read took 0.43-0.57 s with them, 0.50-0.65 s with 4 MiB.
-  core::Prefetcher prefetcher(std::move(streamed), uint64_t{64} << 20);
+  core::Prefetcher prefetcher(std::move(streamed));
 
   std::mutex mutex;
   Status first_error;
@@ -207,7 +200,7 @@ Status Dataset::Impl::read_block_by_block(ReadPlan& plan, const Box& box, int le
       layout = keep->blocks[0].first;
       data = keep->blocks[0].second.data();
     } else if (w && !(keep && b == 0) && mapped(*w, field)) {
-      layout = (w->entry.flags & format::kFlagRowMajor) ? Layout::kRowMajor : Layout::kHzOrder;
+      layout = core::stored_layout(w->entry.flags);
       data = w->file->map_readonly() + w->entry.offset;
       mine.bytes_read += w->entry.size;
       read += 1;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -11,6 +12,10 @@
 #include "util/thread_pool.hpp"
 
 namespace hzio::core {
+
+// Reads whose output has at least this many bytes, and whose blocks can all be placed from memory, are
+// assembled window by window; smaller ones go block by block, with no per-window work.
+constexpr uint64_t kWindowedReadBytes = uint64_t{8} << 20;
 
 // A block ready to place: its samples, its runs of the wanted levels, and the bounds of their points.
 struct PlacedBlock {

@@ -109,7 +109,7 @@ Status read_for_everyone(Dataset::Impl& d, const std::vector<Key>& keys, ReadBlo
     }
     if (!where.value()) return;
     const core::BlockLocation& w = *where.value();
-    Layout layout = (w.entry.flags & format::kFlagRowMajor) ? Layout::kRowMajor : Layout::kHzOrder;
+    Layout layout = core::stored_layout(w.entry.flags);
     if (d.mapped(w, f)) {
       out.data[i] = w.file->map_readonly() + w.entry.offset;
       io[i].bytes_read += static_cast<int64_t>(w.entry.size);
@@ -269,7 +269,7 @@ Status parallel_read(Dataset& dataset, MPI_Comm comm, bool one_node, size_t budg
   const hzorder::ArrayView view{o, d.space_->grid_in_box(box, level), fc.dtype.bytes()};
   const core::WindowFill fill{missing > 0 ? core::WindowFill::Start::kDefault : core::WindowFill::Start::kBlocksOnly, fc.dtype,
                               fc.default_value};
-  if (static_cast<uint64_t>(view.grid.sample_count()) * fc.dtype.bytes() >= (uint64_t{8} << 20)) {
+  if (static_cast<uint64_t>(view.grid.sample_count()) * fc.dtype.bytes() >= core::kWindowedReadBytes) {
     core::assemble_windows(core::plan_windows(*d.space_, level, placed, box, view.grid, fc.dtype.bytes()), placed, view, fill, d.pool_);
     rep->assembly = "windows";
     return Status::ok();

@@ -269,15 +269,6 @@ def test_large_reads_streamed_by_the_prefetch_thread_are_exact(tmp_path, rng):
         np.testing.assert_array_equal(ds.read(box=box), src[3:150, 17:250, 5:201])
 
 
-def _random_array(rng, shape, dtype):
-    _, scalar, comps = hzio._types.parse_dtype(dtype)
-    full = shape + ((comps,) if comps > 1 else ())
-    if np.issubdtype(scalar, np.integer):
-        info = np.iinfo(scalar)
-        return rng.integers(info.min, info.max, size=full, dtype=scalar, endpoint=True)
-    return rng.standard_normal(full).astype(scalar)
-
-
 @pytest.mark.parametrize("shape,dtype,layout,bpb,default,gap_misses_blocks", [
     ((128, 256, 520), "float32", "hzorder", 14, -7.5, True),    # 65 MiB, blocks of 64 KiB
     ((4100, 4096), "float32", "rowmajor", None, 0, True),       # 2-D, row-major blocks (placed by the general copy)
@@ -292,7 +283,7 @@ def test_large_reads_assembled_window_by_window_are_exact(tmp_path, rng, shape, 
     by window; planes never written read as the field's default value (their finest blocks are missing,
     or merged with the default), and sub-boxes and coarse levels stay exact. Small reads keep placing
     block by block."""
-    src = _random_array(rng, shape, dtype)
+    src = he.random_array(rng, shape, dtype)
     path = str(tmp_path / "windows.idx")
     h0, h1 = shape[0] // 3, shape[0] // 3 + shape[0] // 4
     fields = [("f", dtype, {"default_value": default})]
