@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
+#include <future>
 
 #include "format/file_name.hpp"
 
@@ -32,12 +34,31 @@ struct DataFiles::Pending {
   std::string stats_ready_path;
   uint64_t written_back = 0;  // log bytes handed to early write-back
   std::vector<char> ready;    // per entry: its bytes are in the log (reserved entries are not yet)
+  // Direct writes (docs/design/commit.md "Direct writes"): the log's bytes [stage_base, end) are in
+  // `stage` (or, when it was just handed to the writer, the part of the last page before `end` is in
+  // `tail`). Bytes before `sent` are on disk or being written by `in_flight` (up to `flight_end`); the
+  // file surely holds everything before `on_disk`. stage_base is a multiple of io::kDirectAlign.
+  bool direct = false;
+  util::LargeBuffer stage;
+  std::vector<std::byte> tail;
+  uint64_t stage_base = 0;
+  uint64_t sent = 0;
+  uint64_t on_disk = 0;
+  uint64_t flight_end = 0;
+  std::future<Status> in_flight;
 };
 
 namespace {
 // Asking the kernel to write the log out every few MiB keeps the disk busy while blocks are encoded,
 // so the final fsync waits only for the tail.
 constexpr uint64_t kWritebackBytes = uint64_t{8} << 20;
+// Staged payloads appended one by one (compressed blocks) go to the file once this many bytes wait.
+constexpr uint64_t kStageWriteBytes = uint64_t{16} << 20;
+// Staging buffers are at least this big: mapped memory, aligned, and reused through LargeBuffer's cache.
+constexpr uint64_t kMinStageBytes = uint64_t{4} << 20;
+
+uint64_t align_down(uint64_t x) { return x / io::kDirectAlign * io::kDirectAlign; }
+uint64_t align_up(uint64_t x) { return align_down(x + io::kDirectAlign - 1); }
 }  // namespace
 
 DataFiles::DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable, int stats_bits)
@@ -92,7 +113,15 @@ Result<std::optional<BlockLocation>> DataFiles::locate(int field, int64_t time, 
   const size_t index = static_cast<size_t>(field) * static_cast<size_t>(idx_->blocks_per_file) +
                        static_cast<size_t>(format::slot_in_file(*idx_, static_cast<int64_t>(block)));
   if (auto it = pending_.find(key); it != pending_.end() && it->second->entries[index].present() && it->second->ready[index]) {
-    return std::optional<BlockLocation>(BlockLocation{it->second->entries[index], it->second->log});
+    Pending& p = *it->second;
+    const format::BlockEntry& e = p.entries[index];
+    if (p.direct && e.offset + e.size > p.on_disk) HZIO_RETURN_IF_ERROR(wait_written(p));
+    if (p.direct && e.offset + e.size > p.on_disk) {
+      // Still staged: put exactly these bytes in the file (through the page cache; the stage may be
+      // in use by writers of other blocks, so it is not moved here).
+      HZIO_RETURN_IF_ERROR(p.log->write_at(e.offset, std::span<const std::byte>(p.stage.data() + (e.offset - p.stage_base), e.size)));
+    }
+    return std::optional<BlockLocation>(BlockLocation{e, p.log});
   }
   HZIO_ASSIGN_OR_RETURN(Stored * s, stored(key, report));
   if (!s->exists || !s->entries[index].present()) return std::optional<BlockLocation>();
@@ -155,8 +184,60 @@ Result<DataFiles::Pending*> DataFiles::pending(const Key& key) {
   p->stats.assign(n, std::nullopt);
   p->ready.assign(n, 0);
   p->end = format::header_table_bytes(static_cast<int>(idx_->fields.size()), idx_->blocks_per_file);
+  if (durable_ && p->log->enable_direct()) {
+    p->direct = true;
+    p->tail.assign(static_cast<size_t>(p->end), std::byte{0});  // the header table: zeros until finish()
+  }
   slot = std::move(p);
   return slot.get();
+}
+
+void DataFiles::make_stage(Pending& p, uint64_t end) {
+  const uint64_t needed = align_up(end - p.stage_base);
+  if (p.stage.data() && p.stage.size() >= needed) return;
+  util::LargeBuffer grown(static_cast<size_t>(std::max({needed, 2 * p.stage.size(), kMinStageBytes})));
+  if (p.stage.data()) std::memcpy(grown.data(), p.stage.data(), p.stage.size());
+  else if (!p.tail.empty()) std::memcpy(grown.data(), p.tail.data(), p.tail.size());
+  p.tail.clear();
+  p.stage = std::move(grown);
+}
+
+Status DataFiles::write_out(Pending& p) {
+  if (!p.direct || p.sent == p.end) return Status::ok();
+  HZIO_RETURN_IF_ERROR(wait_written(p));  // one write per log at a time: consecutive ones share a page
+  make_stage(p, p.end);
+  const uint64_t used = p.end - p.stage_base, length = align_up(used);
+  std::memset(p.stage.data() + used, 0, static_cast<size_t>(length - used));  // padding, cut by finish()
+  // Keep the unfinished last page for the next bytes; the writer thread owns the buffer from here.
+  const uint64_t keep = align_down(p.end);
+  p.tail.assign(p.stage.data() + (keep - p.stage_base), p.stage.data() + used);
+  p.in_flight = std::async(std::launch::async, [log = p.log, at = p.stage_base, buffer = std::move(p.stage), length] {
+    return log->write_direct_at(at, std::span<const std::byte>(buffer.data(), length));
+  });
+  p.stage = util::LargeBuffer();
+  p.stage_base = keep;
+  p.sent = p.flight_end = p.end;
+  return Status::ok();
+}
+
+Status DataFiles::wait_written(Pending& p) {
+  if (!p.in_flight.valid()) return Status::ok();
+  Status s = p.in_flight.get();
+  if (s.is_ok()) p.on_disk = p.flight_end;
+  return s;
+}
+
+Status DataFiles::write_out() {
+  std::lock_guard lock(mutex_);
+  for (auto& [key, p] : pending_) HZIO_RETURN_IF_ERROR(write_out(*p));
+  return Status::ok();
+}
+
+std::byte* DataFiles::staged(const Reserved& r) {
+  std::lock_guard lock(mutex_);
+  auto it = pending_.find(r.key);
+  if (it == pending_.end() || !it->second->direct) return nullptr;
+  return it->second->stage.data() + (r.offset - it->second->stage_base);
 }
 
 Status DataFiles::append(int field, int64_t time, uint64_t block, std::span<const std::byte> payload, uint32_t flags,
@@ -166,7 +247,12 @@ Status DataFiles::append(int field, int64_t time, uint64_t block, std::span<cons
   const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
   HZIO_ASSIGN_OR_RETURN(Pending * p, pending(key));
   const int64_t index = field * idx_->blocks_per_file + format::slot_in_file(*idx_, static_cast<int64_t>(block));
-  HZIO_RETURN_IF_ERROR(p->log->write_at(p->end, payload));
+  if (p->direct) {
+    make_stage(*p, p->end + payload.size());
+    if (!payload.empty()) std::memcpy(p->stage.data() + (p->end - p->stage_base), payload.data(), payload.size());
+  } else {
+    HZIO_RETURN_IF_ERROR(p->log->write_at(p->end, payload));
+  }
   if (index <= p->last_index) p->canonical = false;
   p->last_index = std::max(p->last_index, index);
   p->entries[static_cast<size_t>(index)] = {p->end, static_cast<uint32_t>(payload.size()), flags};
@@ -174,6 +260,7 @@ Status DataFiles::append(int field, int64_t time, uint64_t block, std::span<cons
   p->ready[static_cast<size_t>(index)] = 1;
   if (payload.empty()) p->entries[static_cast<size_t>(index)] = {};
   p->end += payload.size();
+  if (p->direct) return p->end - p->stage_base >= kStageWriteBytes ? write_out(*p) : Status::ok();
   if (durable_ && p->end - p->written_back >= kWritebackBytes) {
     p->log->start_writeback(p->written_back, p->end - p->written_back);
     p->written_back = p->end;
@@ -181,8 +268,7 @@ Status DataFiles::append(int field, int64_t time, uint64_t block, std::span<cons
   return Status::ok();
 }
 
-Result<std::pair<std::shared_ptr<io::File>, uint64_t>> DataFiles::reserve(int field, int64_t time, uint64_t block,
-                                                                         uint64_t size, uint32_t flags) {
+Result<DataFiles::Reserved> DataFiles::reserve(int field, int64_t time, uint64_t block, uint64_t size, uint32_t flags) {
   std::lock_guard lock(mutex_);
   if (size > 0xFFFFFFFFu) return unsupported("block payload of " + std::to_string(size) + " bytes exceeds the format's 4 GiB");
   const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
@@ -195,7 +281,8 @@ Result<std::pair<std::shared_ptr<io::File>, uint64_t>> DataFiles::reserve(int fi
   p->ready[static_cast<size_t>(index)] = 0;  // invisible to locate() until finish_reserved()
   const uint64_t at = p->end;
   p->end += size;
-  return std::make_pair(std::static_pointer_cast<io::File>(p->log), at);
+  if (p->direct) make_stage(*p, p->end);
+  return Reserved{p->log, at, key};
 }
 
 void DataFiles::finish_reserved(int field, int64_t time, uint64_t block, const stats::BlockStats* block_stats) {
@@ -208,7 +295,7 @@ void DataFiles::finish_reserved(int field, int64_t time, uint64_t block, const s
   if (block_stats) p.stats[index] = *block_stats;
   p.ready[index] = 1;
   const uint64_t end = p.entries[index].offset + p.entries[index].size;
-  if (durable_ && end > p.written_back && end - p.written_back >= kWritebackBytes) {
+  if (durable_ && !p.direct && end > p.written_back && end - p.written_back >= kWritebackBytes) {
     p.log->start_writeback(p.written_back, end - p.written_back);
     p.written_back = end;
   }
@@ -272,6 +359,12 @@ Status DataFiles::write_stats(Pending& p, Stored* old, const std::vector<format:
 }
 
 Status DataFiles::finish(const Key& key, Pending& p) {
+  Status written = write_out(p);
+  if (Status w = wait_written(p); written.is_ok()) written = w;
+  if (Status s = written; !s.is_ok()) {
+    (void)io::remove_path(p.log_path);
+    return s;
+  }
   // A corrupt old file fails the commit: replacing it would silently drop the blocks not rewritten.
   HZIO_ASSIGN_OR_RETURN(Stored * prior, stored(key, nullptr));
   if (prior && prior->exists && !prior->stats_loaded) {
@@ -285,6 +378,7 @@ Status DataFiles::finish(const Key& key, Pending& p) {
   std::vector<std::byte> header;
   format::encode_header_table(p.entries, header);
   Status s = p.log->write_at(0, header);
+  if (s.is_ok() && p.direct) s = p.log->truncate(p.end);  // drop the last page's padding
   if (s.is_ok()) s = write_stats(p, prior, p.entries, p.end, header);
   if (s.is_ok() && durable_) s = p.log->sync();
   if (s.is_ok()) p.ready_path = p.log_path;

@@ -17,6 +17,7 @@
 #include "hzio/types.hpp"
 #include "io/posix_file.hpp"
 #include "stats/stats_file.hpp"
+#include "util/large_buffer.hpp"
 
 namespace hzio::core {
 
@@ -43,11 +44,25 @@ class DataFiles {
   Status append(int field, int64_t time, uint64_t block, std::span<const std::byte> payload, uint32_t flags,
                 const stats::BlockStats* block_stats = nullptr);
 
+  // A block's place in its file's write log.
+  struct Reserved {
+    std::shared_ptr<io::File> file;
+    uint64_t offset = 0;
+    std::pair<int64_t, uint64_t> key;  // the file: time, first block
+  };
   // Local, not thread-safe; call in canonical (field, slot) order. Reserves `size` bytes for a block in
-  // its file's log and returns where to pwrite them: lets several threads write payloads whose sizes are
-  // known in advance (raw blocks) at once. The bytes must be written before prepare().
-  Result<std::pair<std::shared_ptr<io::File>, uint64_t>> reserve(int field, int64_t time, uint64_t block, uint64_t size,
-                                                                uint32_t flags);
+  // its file's log: lets several threads write payloads whose sizes are known in advance (raw blocks)
+  // at once, each into staged(r) when that is not null, otherwise with r.file->write_at(r.offset, ...).
+  // Then finish_reserved() for each, and write_out() before the next reservations.
+  Result<Reserved> reserve(int field, int64_t time, uint64_t block, uint64_t size, uint32_t flags);
+  // Local, thread-safe. Where to put a reserved block's bytes in memory when its log is written with
+  // direct I/O (durable datasets, file systems that allow it), or nullptr. Valid from after the last
+  // reserve() of a batch until the next reserve(), append() or write_out().
+  std::byte* staged(const Reserved& r);
+  // Local, not thread-safe. Starts writing every log's staged bytes to its file (direct I/O, one
+  // writer thread per log, which overlaps the disk with the next batch's encoding). Errors: kIo, also
+  // of an earlier write_out that failed.
+  Status write_out();
   // Local, thread-safe. Attaches statistics to a reserved block; call after its bytes are written to ask
   // for early write-back of the log.
   void finish_reserved(int field, int64_t time, uint64_t block, const stats::BlockStats* block_stats);
@@ -92,6 +107,9 @@ class DataFiles {
   Status finish(const Key& key, Pending& p);
   Status rebuild(const Key& key, Pending& p, Stored* old);
   Status prepare_locked();
+  void make_stage(Pending& p, uint64_t end);  // room in p.stage for the log's bytes up to `end`
+  Status write_out(Pending& p);     // hands the staged bytes to a writer thread
+  Status wait_written(Pending& p);  // waits for the writer; its error if it failed
   Status load_stats(Stored& s, ReadReport* report);
   Status write_stats(Pending& p, Stored* old, const std::vector<format::BlockEntry>& entries, uint64_t file_size,
                      std::span<const std::byte> header);

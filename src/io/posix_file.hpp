@@ -2,6 +2,7 @@
 // and a write-fault hook that lets tests simulate a full disk. Layer: io (depends on util).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -11,6 +12,10 @@
 #include "hzio/status.hpp"
 
 namespace hzio::io {
+
+// Alignment of direct (page-cache bypassing) writes: buffer address, file offset and length. A page
+// covers every logical block size Linux file systems use.
+inline constexpr uint64_t kDirectAlign = 4096;
 
 // An open file descriptor; closes on destruction. Move-only. Errors name the path and strerror.
 class File {
@@ -35,6 +40,16 @@ class File {
   Status read_at(uint64_t offset, std::span<std::byte> out) const;
   // Local. Writes all of `data` at `offset`. Errors: kIo (ENOSPC is reported as "disk full").
   Status write_at(uint64_t offset, std::span<const std::byte> data);
+  // Local. Opens a second descriptor on the file with O_DIRECT for write_direct_at. Returns false (and
+  // leaves the file as it was) when the file system refuses direct I/O.
+  bool enable_direct();
+  bool direct() const { return direct_fd_ >= 0; }
+  // Local, thread-safe for disjoint ranges. Writes `data` at `offset` without going through the page
+  // cache when direct() (`offset`, `data.size()` and the address of `data` multiples of kDirectAlign);
+  // through the page cache otherwise, or when the file system rejects the request. Errors: as write_at.
+  Status write_direct_at(uint64_t offset, std::span<const std::byte> data);
+  // Local. Sets the file's size (ftruncate). Errors: kIo.
+  Status truncate(uint64_t size);
   // Local. fsync. Errors: kIo.
   Status sync();
   // Local. Starts write-back of a written range without waiting (a hint; never fails).
@@ -60,6 +75,8 @@ class File {
 
  private:
   int fd_ = -1;
+  int direct_fd_ = -1;  // O_DIRECT descriptor for write_direct_at, or -1
+  std::atomic<bool> direct_refused_{false};  // a direct write failed with EINVAL: use the page cache
   std::string path_;
   mutable std::once_flag map_once_;
   mutable void* map_ = nullptr;

@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <vector>
 
@@ -76,6 +78,30 @@ TEST(PosixFile, AFullDiskFailsTheWriteWithAClearMessage) {
   set_write_fault_after_bytes(-1);
   EXPECT_EQ(s.code(), ErrorCode::kIo);
   EXPECT_NE(s.message().find("disk full"), std::string::npos);
+}
+
+TEST(PosixFile, DirectWritesLandWhetherAlignedOrNotAndReportAFullDisk) {
+  const std::string p = temp_dir() + "/direct.bin";
+  File f = File::open(p, File::Mode::kCreate).value();
+  const bool direct = f.enable_direct();
+  // An aligned buffer (direct I/O when the file system allows it) and an unaligned one (page cache).
+  void* mem = std::aligned_alloc(kDirectAlign, 3 * kDirectAlign);
+  std::span<std::byte> aligned(static_cast<std::byte*>(mem), 3 * kDirectAlign);
+  for (size_t i = 0; i < aligned.size(); ++i) aligned[i] = static_cast<std::byte>(i * 7 + 1);
+  ASSERT_TRUE(f.write_direct_at(kDirectAlign, aligned).is_ok());
+  ASSERT_TRUE(f.write_direct_at(10, aligned.subspan(1, 100)).is_ok());
+  EXPECT_EQ(f.size().value(), 4 * kDirectAlign);
+  std::vector<std::byte> back(4 * kDirectAlign);
+  ASSERT_TRUE(f.read_at(0, back).is_ok());
+  EXPECT_TRUE(std::equal(aligned.begin(), aligned.end(), back.begin() + kDirectAlign)) << "direct " << direct;
+  EXPECT_TRUE(std::equal(aligned.begin() + 1, aligned.begin() + 101, back.begin() + 10));
+  ASSERT_TRUE(f.truncate(kDirectAlign + 5).is_ok());
+  EXPECT_EQ(f.size().value(), kDirectAlign + 5);
+  set_write_fault_after_bytes(kDirectAlign);
+  Status s = f.write_direct_at(0, aligned);
+  set_write_fault_after_bytes(-1);
+  EXPECT_NE(s.message().find("disk full"), std::string::npos) << s.to_string();
+  std::free(mem);
 }
 
 TEST(PosixFile, AtomicReplaceLeavesTheOldContentWhenTheWriteFails) {
