@@ -35,27 +35,33 @@ struct DataFiles::Pending {
   uint64_t written_back = 0;  // log bytes handed to early write-back
   std::vector<char> ready;    // per entry: its bytes are in the log (reserved entries are not yet)
   // Direct writes (docs/design/commit.md "Direct writes"): the log's bytes [stage_base, end) are in
-  // `stage` (or, when it was just handed to the writer, the part of the last page before `end` is in
-  // `tail`). Bytes before `sent` are on disk or being written by `in_flight` (up to `flight_end`); the
-  // file surely holds everything before `on_disk`. stage_base is a multiple of io::kDirectAlign.
+  // `stage`, or, while there is no stage, the part before `content_end` is in `tail` (the unfinished
+  // last page). Bytes before `content_end` hold data or are reserved for blocks being encoded. Bytes
+  // before `sent` are on disk or being written by `in_flight` (up to `flight_end`); the file surely
+  // holds everything before `on_disk`. stage_base is a multiple of io::kDirectAlign. The first failed
+  // write's error stays in `failed` until abort(): the log can no longer become a file.
   bool direct = false;
   util::LargeBuffer stage;
   std::vector<std::byte> tail;
   uint64_t stage_base = 0;
+  uint64_t content_end = 0;
   uint64_t sent = 0;
   uint64_t on_disk = 0;
   uint64_t flight_end = 0;
   std::future<Status> in_flight;
+  Status failed;
 };
 
 namespace {
 // Asking the kernel to write the log out every few MiB keeps the disk busy while blocks are encoded,
 // so the final fsync waits only for the tail.
 constexpr uint64_t kWritebackBytes = uint64_t{8} << 20;
-// Staged payloads appended one by one (compressed blocks) go to the file once this many bytes wait.
+// A log's staged bytes go to the file once this many wait (payloads appended one by one, compressed
+// blocks, are written out by the caller's write_out() only at the end of a batch).
 constexpr uint64_t kStageWriteBytes = uint64_t{16} << 20;
-// Staging buffers are at least this big: mapped memory, aligned, and reused through LargeBuffer's cache.
-constexpr uint64_t kMinStageBytes = uint64_t{4} << 20;
+// Write-outs of at least this many bytes run on a writer thread (at most one per log, so a batch of
+// 32 MiB starts at most 32); smaller ones are written at once on the calling thread.
+constexpr uint64_t kAsyncWriteBytes = uint64_t{1} << 20;
 
 uint64_t align_down(uint64_t x) { return x / io::kDirectAlign * io::kDirectAlign; }
 uint64_t align_up(uint64_t x) { return align_down(x + io::kDirectAlign - 1); }
@@ -117,6 +123,7 @@ Result<std::optional<BlockLocation>> DataFiles::locate(int field, int64_t time, 
     const format::BlockEntry& e = p.entries[index];
     if (p.direct && e.offset + e.size > p.on_disk) HZIO_RETURN_IF_ERROR(wait_written(p));
     if (p.direct && e.offset + e.size > p.on_disk) {
+      if (e.offset < p.stage_base || !p.stage.data()) return internal_error("staged block of " + p.log_path + " is lost");
       // Still staged: put exactly these bytes in the file (through the page cache; the stage may be
       // in use by writers of other blocks, so it is not moved here).
       HZIO_RETURN_IF_ERROR(p.log->write_at(e.offset, std::span<const std::byte>(p.stage.data() + (e.offset - p.stage_base), e.size)));
@@ -185,46 +192,70 @@ Result<DataFiles::Pending*> DataFiles::pending(const Key& key) {
   p->ready.assign(n, 0);
   p->end = format::header_table_bytes(static_cast<int>(idx_->fields.size()), idx_->blocks_per_file);
   if (durable_ && p->log->enable_direct()) {
+    // The header table is a hole until finish() writes it; staging starts at its last page.
     p->direct = true;
-    p->tail.assign(static_cast<size_t>(p->end), std::byte{0});  // the header table: zeros until finish()
+    p->stage_base = align_down(p->end);
+    p->tail.assign(static_cast<size_t>(p->end - p->stage_base), std::byte{0});
+    p->content_end = p->sent = p->on_disk = p->end;
   }
   slot = std::move(p);
   return slot.get();
 }
 
-void DataFiles::make_stage(Pending& p, uint64_t end) {
+Status DataFiles::make_stage(Pending& p, uint64_t end) {
   const uint64_t needed = align_up(end - p.stage_base);
-  if (p.stage.data() && p.stage.size() >= needed) return;
-  util::LargeBuffer grown(static_cast<size_t>(std::max({needed, 2 * p.stage.size(), kMinStageBytes})));
-  if (p.stage.data()) std::memcpy(grown.data(), p.stage.data(), p.stage.size());
-  else if (!p.tail.empty()) std::memcpy(grown.data(), p.tail.data(), p.tail.size());
-  p.tail.clear();
-  p.stage = std::move(grown);
-}
-
-Status DataFiles::write_out(Pending& p) {
-  if (!p.direct || p.sent == p.end) return Status::ok();
-  HZIO_RETURN_IF_ERROR(wait_written(p));  // one write per log at a time: consecutive ones share a page
-  make_stage(p, p.end);
-  const uint64_t used = p.end - p.stage_base, length = align_up(used);
-  std::memset(p.stage.data() + used, 0, static_cast<size_t>(length - used));  // padding, cut by finish()
-  // Keep the unfinished last page for the next bytes; the writer thread owns the buffer from here.
-  const uint64_t keep = align_down(p.end);
-  p.tail.assign(p.stage.data() + (keep - p.stage_base), p.stage.data() + used);
-  p.in_flight = std::async(std::launch::async, [log = p.log, at = p.stage_base, buffer = std::move(p.stage), length] {
-    return log->write_direct_at(at, std::span<const std::byte>(buffer.data(), length));
-  });
-  p.stage = util::LargeBuffer();
-  p.stage_base = keep;
-  p.sent = p.flight_end = p.end;
+  if (p.stage.data() && p.stage.size() >= needed) return Status::ok();
+  const uint64_t content = p.content_end - p.stage_base;
+  try {
+    // Appends grow the stage one payload at a time: by half again at least, so copies stay linear.
+    util::LargeBuffer grown(static_cast<size_t>(std::max(needed, p.stage.size() + p.stage.size() / 2)));
+    if (p.stage.data()) std::memcpy(grown.data(), p.stage.data(), static_cast<size_t>(content));
+    else if (!p.tail.empty()) std::memcpy(grown.data(), p.tail.data(), p.tail.size());
+    p.tail.clear();
+    p.stage = std::move(grown);
+  } catch (const std::bad_alloc&) {
+    return io_error("out of memory staging " + std::to_string(needed) + " bytes for " + p.log_path);
+  }
   return Status::ok();
 }
 
-Status DataFiles::wait_written(Pending& p) {
-  if (!p.in_flight.valid()) return Status::ok();
-  Status s = p.in_flight.get();
-  if (s.is_ok()) p.on_disk = p.flight_end;
+Status DataFiles::write_out(Pending& p) {
+  if (!p.direct || p.sent == p.end) return p.failed;
+  HZIO_RETURN_IF_ERROR(wait_written(p));  // one write per log at a time: consecutive ones share a page
+  HZIO_RETURN_IF_ERROR(make_stage(p, p.end));
+  const uint64_t used = p.end - p.stage_base, length = align_up(used);
+  std::memset(p.stage.data() + used, 0, static_cast<size_t>(length - used));  // padding, cut by finish()
+  // Keep the unfinished last page for the next bytes; the write owns the buffer from here.
+  const uint64_t keep = align_down(p.end);
+  std::vector<std::byte> tail(p.stage.data() + (keep - p.stage_base), p.stage.data() + used);
+  auto buffer = std::make_shared<util::LargeBuffer>(std::move(p.stage));
+  auto write = [log = p.log, at = p.stage_base, buffer, length] {
+    return log->write_direct_at(at, std::span<const std::byte>(buffer->data(), length));
+  };
+  bool started = false;
+  if (length >= kAsyncWriteBytes) {
+    try {
+      p.in_flight = std::async(std::launch::async, write);
+      started = true;
+    } catch (const std::system_error&) {  // no thread to be had: write here instead
+    }
+  }
+  const Status s = started ? Status::ok() : write();
+  p.tail = std::move(tail);
+  p.stage_base = keep;
+  p.sent = p.flight_end = p.content_end = p.end;
+  if (!started && s.is_ok()) p.on_disk = p.end;
+  if (!s.is_ok()) p.failed = s;
   return s;
+}
+
+Status DataFiles::wait_written(Pending& p) {
+  if (p.in_flight.valid()) {
+    const Status s = p.in_flight.get();
+    if (s.is_ok()) p.on_disk = p.flight_end;
+    else if (p.failed.is_ok()) p.failed = s;
+  }
+  return p.failed;
 }
 
 Status DataFiles::write_out() {
@@ -233,11 +264,14 @@ Status DataFiles::write_out() {
   return Status::ok();
 }
 
-std::byte* DataFiles::staged(const Reserved& r) {
+Result<std::byte*> DataFiles::staged(const Reserved& r) {
   std::lock_guard lock(mutex_);
   auto it = pending_.find(r.key);
-  if (it == pending_.end() || !it->second->direct) return nullptr;
-  return it->second->stage.data() + (r.offset - it->second->stage_base);
+  if (it == pending_.end() || !it->second->direct) return static_cast<std::byte*>(nullptr);
+  Pending& p = *it->second;
+  HZIO_RETURN_IF_ERROR(make_stage(p, p.end));  // room for every reservation of the batch at once
+  p.content_end = p.end;
+  return p.stage.data() + (r.offset - p.stage_base);
 }
 
 Status DataFiles::append(int field, int64_t time, uint64_t block, std::span<const std::byte> payload, uint32_t flags,
@@ -248,8 +282,10 @@ Status DataFiles::append(int field, int64_t time, uint64_t block, std::span<cons
   HZIO_ASSIGN_OR_RETURN(Pending * p, pending(key));
   const int64_t index = field * idx_->blocks_per_file + format::slot_in_file(*idx_, static_cast<int64_t>(block));
   if (p->direct) {
-    make_stage(*p, p->end + payload.size());
+    HZIO_RETURN_IF_ERROR(p->failed);
+    HZIO_RETURN_IF_ERROR(make_stage(*p, p->end + payload.size()));
     if (!payload.empty()) std::memcpy(p->stage.data() + (p->end - p->stage_base), payload.data(), payload.size());
+    p->content_end = p->end + payload.size();
   } else {
     HZIO_RETURN_IF_ERROR(p->log->write_at(p->end, payload));
   }
@@ -281,7 +317,6 @@ Result<DataFiles::Reserved> DataFiles::reserve(int field, int64_t time, uint64_t
   p->ready[static_cast<size_t>(index)] = 0;  // invisible to locate() until finish_reserved()
   const uint64_t at = p->end;
   p->end += size;
-  if (p->direct) make_stage(*p, p->end);
   return Reserved{p->log, at, key};
 }
 

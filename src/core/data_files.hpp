@@ -55,10 +55,11 @@ class DataFiles {
   // at once, each into staged(r) when that is not null, otherwise with r.file->write_at(r.offset, ...).
   // Then finish_reserved() for each, and write_out() before the next reservations.
   Result<Reserved> reserve(int field, int64_t time, uint64_t block, uint64_t size, uint32_t flags);
-  // Local, thread-safe. Where to put a reserved block's bytes in memory when its log is written with
-  // direct I/O (durable datasets, file systems that allow it), or nullptr. Valid from after the last
-  // reserve() of a batch until the next reserve(), append() or write_out().
-  std::byte* staged(const Reserved& r);
+  // Local, not thread-safe. Where to put a reserved block's bytes in memory when its log is written
+  // with direct I/O (durable datasets, file systems that allow it), or nullptr. Call after the last
+  // reserve() of a batch; valid until the next reserve(), append() or write_out(). Errors: kIo (out of
+  // memory for the staging buffer).
+  Result<std::byte*> staged(const Reserved& r);
   // Local, not thread-safe. Starts writing every log's staged bytes to its file (direct I/O, one
   // writer thread per log, which overlaps the disk with the next batch's encoding). Errors: kIo, also
   // of an earlier write_out that failed.
@@ -107,9 +108,9 @@ class DataFiles {
   Status finish(const Key& key, Pending& p);
   Status rebuild(const Key& key, Pending& p, Stored* old);
   Status prepare_locked();
-  void make_stage(Pending& p, uint64_t end);  // room in p.stage for the log's bytes up to `end`
+  Status make_stage(Pending& p, uint64_t end);  // room in p.stage for the log's bytes up to `end`
   Status write_out(Pending& p);     // hands the staged bytes to a writer thread
-  Status wait_written(Pending& p);  // waits for the writer; its error if it failed
+  Status wait_written(Pending& p);  // waits for the writer; the log's first write error if any
   Status load_stats(Stored& s, ReadReport* report);
   Status write_stats(Pending& p, Stored* old, const std::vector<format::BlockEntry>& entries, uint64_t file_size,
                      std::span<const std::byte> header);

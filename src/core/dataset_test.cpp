@@ -1,6 +1,8 @@
 // Tests for the one-process Dataset against a plain in-memory oracle.
 #include "hzio/dataset.hpp"
 
+#include "io/posix_file.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -180,6 +182,37 @@ TEST(Dataset, DirectAndPageCacheWritersLeaveIdenticalFiles) {
   ASSERT_GT(files[0].size(), 2u);
   ASSERT_EQ(files[0].size(), files[1].size());
   for (const auto& [name, bytes] : files[0]) EXPECT_TRUE(files[1].count(name) && files[1][name] == bytes) << name;
+}
+
+// A write that fails on the disk (here: the test hook's full disk, hit by a writer thread's direct
+// write) fails the call and discards the uncommitted writes; what was committed before stays.
+TEST(Dataset, AFailedDirectWriteLeavesTheCommittedDataIntact) {
+  const Point dims{128, 128, 64};
+  const size_t n = static_cast<size_t>(dims[0] * dims[1] * dims[2]);
+  const std::string path = temp_path("direct_fail/d.idx");
+  std::vector<float> first = ramp(dims), second(n, -1.0f);
+  auto ds = Dataset::create(path, options_3d(dims, "raw", Layout::kHzOrder, 12, 256)).value();  // one file
+  ASSERT_TRUE(ds->write_box({{0, 0, 0}, dims}, "a", 0, first.data(), n * 4).is_ok());
+  ASSERT_TRUE(ds->flush().is_ok());
+  // The write may return before its bytes reach the disk; the failure shows at the latest in the commit.
+  io::set_write_fault_after_bytes(int64_t{1} << 20);
+  Status s = ds->write_box({{0, 0, 0}, dims}, "a", 0, second.data(), n * 4);
+  std::vector<float> out(n);
+  if (s.is_ok()) {  // a read meets the failure first: the commit must still refuse the damaged log
+    const Status r = ds->read_box({{0, 0, 0}, dims}, -1, "a", 0, out.data(), n * 4);
+    io::set_write_fault_after_bytes(-1);
+    if (r.is_ok()) EXPECT_EQ(out, second);
+    s = ds->flush();
+  }
+  io::set_write_fault_after_bytes(-1);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("disk full"), std::string::npos) << s.to_string();
+  ASSERT_TRUE(ds->read_box({{0, 0, 0}, dims}, -1, "a", 0, out.data(), n * 4).is_ok());
+  EXPECT_EQ(out, first);
+  ASSERT_TRUE(ds->close().is_ok());
+  auto back = Dataset::open(path).value();
+  ASSERT_TRUE(back->read_box({{0, 0, 0}, dims}, -1, "a", 0, out.data(), n * 4).is_ok());
+  EXPECT_EQ(out, first);
 }
 
 TEST(Dataset, ProgressiveReadNeverReadsABlockTwiceAndEndsAtFullResolution) {

@@ -89,8 +89,12 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
         where[i] = r.value();
       }
     }
-    for (size_t i = 0; i < n; ++i)
-      if (kind[i] == 0 && raw_codec) staged[i] = files_->staged(where[i]);
+    for (size_t i = 0; i < n; ++i) {
+      if (kind[i] != 0 || !raw_codec) continue;
+      auto at = files_->staged(where[i]);
+      if (!at.is_ok()) return fail(at.status());
+      staged[i] = at.value();
+    }
     pool_.parallel_for(n, [&](size_t i) {
       const uint64_t b = blocks[start + i];
       errors[i] = Status::ok();

@@ -142,7 +142,8 @@ bool File::enable_direct() {
 Status File::write_direct_at(uint64_t offset, std::span<const std::byte> data) {
   const bool aligned = offset % kDirectAlign == 0 && data.size() % kDirectAlign == 0 &&
                        reinterpret_cast<uintptr_t>(data.data()) % kDirectAlign == 0;
-  if (direct_fd_ < 0 || !aligned || direct_refused_.load()) return write_at(offset, data);
+  // Under the test hook's write budget, writes may stop at any byte: only the page cache path allows that.
+  if (direct_fd_ < 0 || !aligned || direct_refused_.load() || g_write_budget.load() >= 0) return write_at(offset, data);
   int err = 0;
   Status s = pwrite_all(direct_fd_, path_, offset, data, &err);
   if (s.is_ok() || err != EINVAL) return s;

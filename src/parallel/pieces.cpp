@@ -235,8 +235,10 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
     const uint32_t flags = fc.layout == Layout::kRowMajor ? format::kFlagRowMajor : 0;
     HZIO_ASSIGN_OR_RETURN(where[i], ds.files_->reserve(field, chunk.time, block, ds.block_bytes(field), flags));
   }
-  for (size_t i = 0; i < n; ++i)
-    if (raw_codec[i]) staged[i] = ds.files_->staged(where[i]);
+  for (size_t i = 0; i < n; ++i) {
+    if (!raw_codec[i]) continue;
+    HZIO_ASSIGN_OR_RETURN(staged[i], ds.files_->staged(where[i]));
+  }
   std::vector<std::vector<std::byte>> raw(n), payload(n);
   std::vector<uint32_t> flags(n);
   std::vector<Status> errors(n);

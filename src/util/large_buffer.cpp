@@ -13,6 +13,7 @@ namespace hzio::util {
 namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;
+constexpr std::align_val_t kSmallAlign{4096};  // smaller buffers start on a page too (direct I/O)
 
 bool mapped(size_t capacity) { return capacity >= kHugePage; }
 
@@ -65,7 +66,7 @@ class MappingCache {
 std::byte* allocate(size_t bytes, size_t& capacity) {
   if (bytes < kHugePage) {
     capacity = bytes;
-    return bytes ? static_cast<std::byte*>(::operator new(bytes)) : nullptr;
+    return bytes ? static_cast<std::byte*>(::operator new(bytes, kSmallAlign)) : nullptr;
   }
   capacity = (bytes + kHugePage - 1) & ~(kHugePage - 1);
   if (std::byte* kept = MappingCache::get().take(capacity, capacity)) return kept;
@@ -116,7 +117,7 @@ void LargeBuffer::reset(size_t bytes) {
 
 void LargeBuffer::release() noexcept {
   if (data_ && mapped(capacity_)) MappingCache::get().give(data_, capacity_);
-  else if (data_) ::operator delete(data_);
+  else if (data_) ::operator delete(data_, kSmallAlign);
   data_ = nullptr;
   size_ = capacity_ = 0;
 }

@@ -4,6 +4,7 @@
 // it, and huge pages cut most of that (bench/README.md, "Fresh memory"). Released mappings are kept
 // for reuse (up to 1 GiB and 16 mappings per process, marked MADV_FREE so that the kernel can still
 // reclaim their pages), so that repeated flushes and reads do not pay for fresh memory again.
+// Smaller buffers come from the heap, aligned to 4 KiB. Every buffer can feed a direct (O_DIRECT) write.
 #pragma once
 
 #include <cstddef>
