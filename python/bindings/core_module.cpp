@@ -193,6 +193,15 @@ NB_MODULE(_core, m) {
         check(d.close());
       })
       .def("abandon", &Dataset::abandon);
+  // A new uint8 array of `bytes` for a read's output whose memory returns to hzio's cache when the
+  // array dies (hzio::ReadBuffer).
+  m.def("read_buffer", [](size_t bytes) {
+    auto* buffer = new ReadBuffer(bytes);
+    nb::capsule owner(buffer, [](void* p) noexcept { delete static_cast<ReadBuffer*>(p); });
+    const size_t shape[1] = {bytes};
+    return nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(buffer->data(), 1, shape, owner);
+  });
+
 #ifdef HZIO_WITH_MPI
   bind_parallel(m);
   m.attr("with_mpi") = true;

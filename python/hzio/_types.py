@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from . import _core
 from .errors import InvalidArgumentError
 
 _SCALARS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64")
@@ -58,21 +59,20 @@ def to_zyx(xfirst, ndim):
     return tuple(int(v) for v in reversed(tuple(xfirst)[:ndim]))
 
 
-# Reads of at least this many bytes get a new array starting on a cache line (see empty_for_read).
+# Reads of at least this many bytes get their array from hzio's memory cache (see empty_for_read).
 _ALIGNED_READ_BYTES = 8 << 20
 
 
 def empty_for_read(shape, dtype):
     """A new C-order array for a read's output.
 
-    Large outputs start on a 64-byte cache line: hzio then stores whole lines of them without reading
-    them first (NumPy's own large arrays start 16 bytes past a line). Such an array is a view of a
-    slightly larger buffer (its ``base``); it behaves as any NumPy array otherwise.
+    Large outputs come from hzio's memory cache (``hzio::ReadBuffer``): they start on a page, so hzio
+    stores whole cache lines of them without reading them first, and when the array is freed its
+    memory is kept for the next large read, which then skips the kernel's zeroing of fresh pages. Such
+    an array is a view of a uint8 buffer (its ``base``); it behaves as any NumPy array otherwise.
     """
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if nbytes < _ALIGNED_READ_BYTES:
         return np.empty(shape, dtype=dtype)
-    raw = np.empty(nbytes + 64, dtype=np.uint8)
-    skip = -raw.ctypes.data % 64
-    return raw[skip:skip + nbytes].view(dtype).reshape(shape)
+    return _core.read_buffer(nbytes).view(dtype).reshape(shape)

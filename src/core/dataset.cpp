@@ -7,6 +7,7 @@
 #include "core/dataset_impl.hpp"
 #include "hzorder/block_copy.hpp"
 #include "io/posix_file.hpp"
+#include "util/large_buffer.hpp"
 
 namespace hzio {
 
@@ -312,5 +313,14 @@ void Dataset::abandon() {
 bool Dataset::closed() const { return impl_->closed_; }
 
 const WriteReport& Dataset::last_write_report() const { return impl_->last_report_; }
+
+struct ReadBuffer::Impl {
+  util::LargeBuffer memory;
+};
+
+ReadBuffer::ReadBuffer(size_t bytes) : impl_(std::make_unique<Impl>()) { impl_->memory.reset(bytes); }
+ReadBuffer::~ReadBuffer() = default;
+std::byte* ReadBuffer::data() const { return impl_->memory.data(); }
+size_t ReadBuffer::size() const { return impl_->memory.size(); }
 
 }  // namespace hzio

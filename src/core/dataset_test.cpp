@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -213,6 +214,16 @@ TEST(Dataset, AFailedDirectWriteLeavesTheCommittedDataIntact) {
   auto back = Dataset::open(path).value();
   ASSERT_TRUE(back->read_box({{0, 0, 0}, dims}, -1, "a", 0, out.data(), n * 4).is_ok());
   EXPECT_EQ(out, first);
+}
+
+TEST(ReadBuffer, StartsOnAPageAndHoldsWhatWasAskedFor) {
+  for (size_t bytes : {size_t{1}, size_t{5000}, size_t{3} << 20, (size_t{9} << 20) + 7}) {
+    ReadBuffer b(bytes);
+    EXPECT_EQ(b.size(), bytes);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % 4096, 0u) << bytes;
+    std::memset(b.data(), 0x5a, bytes);
+    EXPECT_EQ(b.data()[bytes - 1], std::byte{0x5a});
+  }
 }
 
 TEST(Dataset, ProgressiveReadNeverReadsABlockTwiceAndEndsAtFullResolution) {

@@ -49,10 +49,17 @@ std::vector<Run> Dataset::Impl::runs_to_place(uint64_t block, Layout layout, int
 
 namespace {
 
-// Whether every byte of the spans is in the page cache.
-bool resident(const std::vector<core::Span>& spans) {
-  for (const core::Span& s : spans)
-    if (!s.file->resident(s.begin, s.end - s.begin)) return false;
+// Whether the blocks look cached: the first and last page of each block (of every k-th one when there
+// are many) are in the page cache. Asking about every page cost 7 % of the CPU time of a warm 4-rank
+// read (mincore looks pages up in the page cache one by one); a block that turns out partly evicted
+// is still read correctly, through page faults.
+bool blocks_resident(const std::vector<core::Span>& blocks) {
+  constexpr size_t kMaxProbes = 4096;
+  const size_t step = std::max<size_t>(1, blocks.size() / kMaxProbes);
+  for (size_t i = 0; i < blocks.size(); i += step) {
+    const core::Span& s = blocks[i];
+    if (s.end > s.begin && !(s.file->resident(s.begin, 1) && s.file->resident(s.end - 1, 1))) return false;
+  }
   return true;
 }
 
@@ -153,7 +160,7 @@ Status Dataset::Impl::read_in_windows(ReadPlan& plan, const Box& box, int level,
   plan.io.min_bytes += plan.needed_bytes;
   plan.io.blocks_read += static_cast<int64_t>(placed.size());
   const core::WindowPlan windows = core::plan_windows(*space_, level, placed, box, view.grid, fc.dtype.bytes());
-  if (resident(plan.spans)) {
+  if (blocks_resident(placed_spans)) {
     core::assemble_windows(windows, placed, view, fill, pool_);
     return Status::ok();
   }

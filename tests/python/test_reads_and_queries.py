@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 from dataclasses import dataclass, field as dc_field
 from pathlib import Path
 
@@ -298,7 +299,23 @@ def test_large_reads_assembled_window_by_window_are_exact(tmp_path, rng, shape, 
         assert rep["assembly"] == "windows" and (rep["blocks_missing"] > 0) == gap_misses_blocks, rep
         block_bytes = (1 << ds.bits_per_block) * src.itemsize * (src.shape[-1] if src.ndim > len(shape) else 1)
         assert rep["min_bytes"] == rep["blocks_read"] * block_bytes < rep["bytes_read"], rep  # + header tables
-        assert got.ctypes.data % 64 == 0  # new large outputs start on a cache line
+        assert got.ctypes.data % 4096 == 0  # new large outputs start on a page
+        # ... and their memory is kept for the next large read once they are freed, but not before:
+        # a view keeps it alive, and a second read gets other memory meanwhile.
+        view, at = got[1:], got.ctypes.data
+        del got
+        again = ds.read()
+        again_at = again.ctypes.data
+        assert again_at != at
+        np.testing.assert_array_equal(view, src[1:])
+        np.testing.assert_array_equal(again, src)
+        del view, again
+        # Reused memory is already mapped: the next read takes (almost) no page faults, where a fresh
+        # array of this size takes one per 2 MiB huge page at least (one per 4 KiB page without them).
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        got = ds.read()
+        assert resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults < got.nbytes >> 22
+        np.testing.assert_array_equal(got, src)
         lo = tuple(n // 7 for n in shape)
         hi = tuple(n - n // 9 for n in shape)
         sub = ds.read(box=(lo, hi))
