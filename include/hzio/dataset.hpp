@@ -175,7 +175,8 @@ class ProgressiveRead {
   std::unique_ptr<Impl> impl_;
 };
 
-// Memory for read outputs: at least `bytes`, starting on a 4 KiB boundary, uninitialized. Buffers of
+// Memory for read outputs: `bytes`, starting on a 4 KiB boundary (nullptr for 0), uninitialized, and
+// possibly holding an earlier buffer's bytes until overwritten. Buffers of
 // 2 MiB and more are kept for reuse when freed (up to 1 GiB and 16 buffers per process, shared with
 // hzio's own scratch memory, released to the kernel lazily under memory pressure), so that repeated
 // large reads skip the kernel's zeroing of fresh pages: about a quarter of the CPU time of a warm

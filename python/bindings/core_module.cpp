@@ -196,10 +196,12 @@ NB_MODULE(_core, m) {
   // A new uint8 array of `bytes` for a read's output whose memory returns to hzio's cache when the
   // array dies (hzio::ReadBuffer).
   m.def("read_buffer", [](size_t bytes) {
-    auto* buffer = new ReadBuffer(bytes);
-    nb::capsule owner(buffer, [](void* p) noexcept { delete static_cast<ReadBuffer*>(p); });
+    auto buffer = std::make_unique<ReadBuffer>(bytes);
+    std::byte* data = buffer->data();
+    nb::capsule owner(buffer.get(), [](void* p) noexcept { delete static_cast<ReadBuffer*>(p); });
+    buffer.release();  // the capsule owns it now
     const size_t shape[1] = {bytes};
-    return nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(buffer->data(), 1, shape, owner);
+    return nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(data, 1, shape, owner);
   });
 
 #ifdef HZIO_WITH_MPI

@@ -64,6 +64,7 @@ class MappingCache {
 };
 
 std::byte* allocate(size_t bytes, size_t& capacity) {
+  if (bytes > (size_t{1} << 60)) throw std::bad_alloc();  // rounding up below must not wrap
   if (bytes < kHugePage) {
     capacity = bytes;
     return bytes ? static_cast<std::byte*>(::operator new(bytes, kSmallAlign)) : nullptr;
