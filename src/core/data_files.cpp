@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <future>
 
@@ -35,19 +36,15 @@ struct DataFiles::Pending {
   uint64_t written_back = 0;  // log bytes handed to early write-back
   std::vector<char> ready;    // per entry: its bytes are in the log (reserved entries are not yet)
   // Direct writes (docs/design/commit.md "Direct writes"): the log's bytes [stage_base, end) are in
-  // `stage`, or, while there is no stage, the part before `content_end` is in `tail` (the unfinished
-  // last page). Bytes before `content_end` hold data or are reserved for blocks being encoded. Bytes
-  // before `sent` are on disk or being written by `in_flight` (up to `flight_end`); the file surely
-  // holds everything before `on_disk`. stage_base is a multiple of io::kDirectAlign. The first failed
-  // write's error stays in `failed` until abort(): the log can no longer become a file.
+  // `stage`, or, while there is no stage, the part before `sent` is in `tail` (the unfinished last
+  // page). Bytes before `sent` are in the file or being written by `in_flight`; later ones are only
+  // staged. stage_base is a multiple of io::kDirectAlign. The first failed write's error stays in
+  // `failed` until abort(): the log can no longer become a file.
   bool direct = false;
   util::LargeBuffer stage;
   std::vector<std::byte> tail;
   uint64_t stage_base = 0;
-  uint64_t content_end = 0;
   uint64_t sent = 0;
-  uint64_t on_disk = 0;
-  uint64_t flight_end = 0;
   std::future<Status> in_flight;
   Status failed;
 };
@@ -121,12 +118,13 @@ Result<std::optional<BlockLocation>> DataFiles::locate(int field, int64_t time, 
   if (auto it = pending_.find(key); it != pending_.end() && it->second->entries[index].present() && it->second->ready[index]) {
     Pending& p = *it->second;
     const format::BlockEntry& e = p.entries[index];
-    if (p.direct && e.offset + e.size > p.on_disk) HZIO_RETURN_IF_ERROR(wait_written(p));
-    if (p.direct && e.offset + e.size > p.on_disk) {
+    if (p.direct && e.offset + e.size > p.sent) {
       if (e.offset < p.stage_base || !p.stage.data()) return internal_error("staged block of " + p.log_path + " is lost");
       // Still staged: put exactly these bytes in the file (through the page cache; the stage may be
       // in use by writers of other blocks, so it is not moved here).
       HZIO_RETURN_IF_ERROR(p.log->write_at(e.offset, std::span<const std::byte>(p.stage.data() + (e.offset - p.stage_base), e.size)));
+    } else if (p.direct) {
+      HZIO_RETURN_IF_ERROR(wait_written(p));  // it may be in the write in flight
     }
     return std::optional<BlockLocation>(BlockLocation{e, p.log});
   }
@@ -196,7 +194,7 @@ Result<DataFiles::Pending*> DataFiles::pending(const Key& key) {
     p->direct = true;
     p->stage_base = align_down(p->end);
     p->tail.assign(static_cast<size_t>(p->end - p->stage_base), std::byte{0});
-    p->content_end = p->sent = p->on_disk = p->end;
+    p->sent = p->end;
   }
   slot = std::move(p);
   return slot.get();
@@ -205,11 +203,10 @@ Result<DataFiles::Pending*> DataFiles::pending(const Key& key) {
 Status DataFiles::make_stage(Pending& p, uint64_t end) {
   const uint64_t needed = align_up(end - p.stage_base);
   if (p.stage.data() && p.stage.size() >= needed) return Status::ok();
-  const uint64_t content = p.content_end - p.stage_base;
   try {
     // Appends grow the stage one payload at a time: by half again at least, so copies stay linear.
     util::LargeBuffer grown(static_cast<size_t>(std::max(needed, p.stage.size() + p.stage.size() / 2)));
-    if (p.stage.data()) std::memcpy(grown.data(), p.stage.data(), static_cast<size_t>(content));
+    if (p.stage.data()) std::memcpy(grown.data(), p.stage.data(), std::min<size_t>(p.stage.size(), p.end - p.stage_base));
     else if (!p.tail.empty()) std::memcpy(grown.data(), p.tail.data(), p.tail.size());
     p.tail.clear();
     p.stage = std::move(grown);
@@ -243,8 +240,7 @@ Status DataFiles::write_out(Pending& p) {
   const Status s = started ? Status::ok() : write();
   p.tail = std::move(tail);
   p.stage_base = keep;
-  p.sent = p.flight_end = p.content_end = p.end;
-  if (!started && s.is_ok()) p.on_disk = p.end;
+  p.sent = p.end;
   if (!s.is_ok()) p.failed = s;
   return s;
 }
@@ -252,8 +248,7 @@ Status DataFiles::write_out(Pending& p) {
 Status DataFiles::wait_written(Pending& p) {
   if (p.in_flight.valid()) {
     const Status s = p.in_flight.get();
-    if (s.is_ok()) p.on_disk = p.flight_end;
-    else if (p.failed.is_ok()) p.failed = s;
+    if (!s.is_ok() && p.failed.is_ok()) p.failed = s;
   }
   return p.failed;
 }
@@ -264,13 +259,22 @@ Status DataFiles::write_out() {
   return Status::ok();
 }
 
+Status DataFiles::write_out(std::span<std::byte* const> staged, std::span<double> write_seconds) {
+  const double t0 = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  HZIO_RETURN_IF_ERROR(write_out());
+  const double t1 = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  const auto in_stage = std::count_if(staged.begin(), staged.end(), [](const std::byte* b) { return b != nullptr; });
+  for (size_t i = 0; i < staged.size(); ++i)
+    if (staged[i]) write_seconds[i] += (t1 - t0) / static_cast<double>(in_stage);
+  return Status::ok();
+}
+
 Result<std::byte*> DataFiles::staged(const Reserved& r) {
   std::lock_guard lock(mutex_);
   auto it = pending_.find(r.key);
   if (it == pending_.end() || !it->second->direct) return static_cast<std::byte*>(nullptr);
   Pending& p = *it->second;
   HZIO_RETURN_IF_ERROR(make_stage(p, p.end));  // room for every reservation of the batch at once
-  p.content_end = p.end;
   return p.stage.data() + (r.offset - p.stage_base);
 }
 
@@ -285,7 +289,6 @@ Status DataFiles::append(int field, int64_t time, uint64_t block, std::span<cons
     HZIO_RETURN_IF_ERROR(p->failed);
     HZIO_RETURN_IF_ERROR(make_stage(*p, p->end + payload.size()));
     if (!payload.empty()) std::memcpy(p->stage.data() + (p->end - p->stage_base), payload.data(), payload.size());
-    p->content_end = p->end + payload.size();
   } else {
     HZIO_RETURN_IF_ERROR(p->log->write_at(p->end, payload));
   }
@@ -395,10 +398,10 @@ Status DataFiles::write_stats(Pending& p, Stored* old, const std::vector<format:
 
 Status DataFiles::finish(const Key& key, Pending& p) {
   Status written = write_out(p);
-  if (Status w = wait_written(p); written.is_ok()) written = w;
-  if (Status s = written; !s.is_ok()) {
+  if (written.is_ok()) written = wait_written(p);
+  if (!written.is_ok()) {
     (void)io::remove_path(p.log_path);
-    return s;
+    return written;
   }
   // A corrupt old file fails the commit: replacing it would silently drop the blocks not rewritten.
   HZIO_ASSIGN_OR_RETURN(Stored * prior, stored(key, nullptr));

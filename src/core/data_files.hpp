@@ -64,6 +64,9 @@ class DataFiles {
   // writer thread per log, which overlaps the disk with the next batch's encoding). Errors: kIo, also
   // of an earlier write_out that failed.
   Status write_out();
+  // Local, not thread-safe. write_out(), and its time shared out over the blocks of a batch that were
+  // staged (staged[i] not null): added to write_seconds[i] for the write report.
+  Status write_out(std::span<std::byte* const> staged, std::span<double> write_seconds);
   // Local, thread-safe. Attaches statistics to a reserved block; call after its bytes are written to ask
   // for early write-back of the log.
   void finish_reserved(int field, int64_t time, uint64_t block, const stats::BlockStats* block_stats);

@@ -147,16 +147,10 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
       st[i] = core::stats_as_stored(fc, *space_, idx_.ndim, b, raw[i], payload[i], idx_.box, files_->stats_bits());
       stats_s[i] = now() - ts;
     });
-    // Staged blocks go to their files now, before anything moves the staging buffers; the time is
-    // shared out over them for the report.
+    // Staged blocks go to their files now, before anything moves the staging buffers.
     for (size_t i = 0; i < n; ++i)
       if (!errors[i].is_ok()) return fail(errors[i]);
-    const double tw = now();
-    if (Status s = files_->write_out(); !s.is_ok()) return fail(s);
-    const ptrdiff_t in_stage = static_cast<ptrdiff_t>(n) - std::count(staged.begin(), staged.begin() + static_cast<ptrdiff_t>(n), nullptr);
-    const double per_block_write = (now() - tw) / static_cast<double>(std::max<ptrdiff_t>(1, in_stage));
-    for (size_t i = 0; i < n; ++i)
-      if (staged[i]) write_s[i] += per_block_write;
+    if (Status s = files_->write_out(std::span(staged).first(n), std::span(write_s).first(n)); !s.is_ok()) return fail(s);
     for (size_t i = 0; i < n; ++i) {
       if (!errors[i].is_ok()) return fail(errors[i]);
       const uint64_t b = blocks[start + i];

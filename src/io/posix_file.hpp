@@ -43,9 +43,8 @@ class File {
   // Local. Opens a second descriptor on the file with O_DIRECT for write_direct_at. Returns false (and
   // leaves the file as it was) when the file system refuses direct I/O.
   bool enable_direct();
-  bool direct() const { return direct_fd_ >= 0; }
   // Local, thread-safe for disjoint ranges. Writes `data` at `offset` without going through the page
-  // cache when direct() (`offset`, `data.size()` and the address of `data` multiples of kDirectAlign);
+  // cache after enable_direct() (`offset`, `data.size()` and the address of `data` multiples of kDirectAlign);
   // through the page cache otherwise, or when the file system rejects the request. Errors: as write_at.
   Status write_direct_at(uint64_t offset, std::span<const std::byte> data);
   // Local. Sets the file's size (ftruncate). Errors: kIo.

@@ -2,7 +2,6 @@
 // (docs/guide/parallel-io.md "Restructure" and "Aggregate").
 #include "parallel/pieces.hpp"
 
-#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -222,7 +221,8 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
   for (const auto& [e, v] : by_entry) entries.push_back(e);
   const size_t n = entries.size();
   // Raw blocks have known sizes: reserve their file space in entry order (canonical), then the workers
-  // write them, a whole received block straight from the receive buffer.
+  // write them, a whole received block straight from the receive buffer (into the log's staging
+  // buffer when it is written with direct I/O).
   std::vector<core::DataFiles::Reserved> where(n);
   std::vector<std::byte*> staged(n);  // where a raw block goes when its log is staged for direct writes
   std::vector<char> raw_codec(n);
@@ -288,14 +288,9 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
     st[i] = core::stats_as_stored(fc, *ds.space_, ds.idx_.ndim, block, bytes, payload[i], ds.idx_.box, ds.files_->stats_bits());
     sts[i] = now() - t2;
   });
-  // Staged blocks go to their files before anything moves the staging buffers; the time is shared out.
+  // Staged blocks go to their files before anything moves the staging buffers.
   for (const Status& e : errors) HZIO_RETURN_IF_ERROR(e);
-  const double tw = now();
-  HZIO_RETURN_IF_ERROR(ds.files_->write_out());
-  const ptrdiff_t in_stage = static_cast<ptrdiff_t>(n) - std::count(staged.begin(), staged.end(), nullptr);
-  const double per_block_write = (now() - tw) / static_cast<double>(std::max<ptrdiff_t>(1, in_stage));
-  for (size_t i = 0; i < n; ++i)
-    if (staged[i]) wr[i] += per_block_write;
+  HZIO_RETURN_IF_ERROR(ds.files_->write_out(staged, wr));
   for (size_t i = 0; i < n; ++i) {
     HZIO_RETURN_IF_ERROR(errors[i]);
     const int field = static_cast<int>(entries[i] / bpf);
