@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 
 namespace hzio::core {
@@ -11,10 +12,11 @@ namespace {
 
 using hzorder::Run;
 
-// Windows of about 512 KiB: with the block parts they read, they fit in a 1 MiB L2 cache. Measured on a
-// 512^3 float32 read: 2^17-sample windows decoded at 1300 million samples/s per core, 2^15 at 1170,
-// and placing the blocks one after the other into the whole output at 600.
-constexpr size_t kWindowBytes = size_t{512} << 10;
+// Windows of about 1 MiB, the size of an L2 cache here. Warm 512^3 float32 reads (medians of 10, same
+// runs): one process 61-62 ms with 2^18-sample windows, 63-66 ms with 2^19, 68 ms with 2^17, and 4 ranks
+// each reading a z slab 65 ms, 67-71 ms, 70-71 ms; smaller and larger windows were slower still, and
+// decoding each window straight into the output (no buffer) took twice as long.
+constexpr size_t kWindowBytes = size_t{1} << 20;
 
 int64_t window_count(const WindowPlan& t) { return t.count[0] * t.count[1] * t.count[2]; }
 
@@ -40,7 +42,8 @@ PlacedBlock make_placed_block(std::vector<Run> runs, const std::byte* data) {
 WindowPlan plan_windows(const hzorder::HzSpace& space, int level, const std::vector<PlacedBlock>& placed, const Box& box,
                     const SampleGrid& g, size_t sample_bytes) {
   WindowPlan t;
-  t.extent = space.window_extent(level, std::bit_width(std::max<size_t>(1, kWindowBytes / sample_bytes)) - 1);
+  static const size_t wb = getenv("HZIO_WB") ? size_t(atol(getenv("HZIO_WB"))) << 10 : kWindowBytes;
+  t.extent = space.window_extent(level, std::bit_width(std::max<size_t>(1, wb / sample_bytes)) - 1);
   for (int a = 0; a < kMaxDims; ++a) {
     t.offset[a] = (g.origin[a] / g.spacing[a]) % t.extent[a];
     t.count[a] = (t.offset[a] + g.count[a] - 1) / t.extent[a] + 1;

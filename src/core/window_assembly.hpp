@@ -38,7 +38,7 @@ struct WindowFill {
 };
 
 // The windows of a read grid and the blocks each needs (by index into the PlacedBlock list). The grid
-// is cut into aligned windows of about 512 KiB (HzSpace::window_extent); per axis, window k covers grid
+// is cut into aligned windows of about 1 MiB (HzSpace::window_extent); per axis, window k covers grid
 // indices [k * extent - offset, (k + 1) * extent - offset) clipped to [0, count), where offset aligns
 // window boundaries to the grid's origin 0. Windows are processed in the HZ order of their last
 // samples, so that every data file (each holding consecutive blocks of a few levels) is used front to

@@ -66,6 +66,23 @@ TEST(PosixFile, LoadBringsEvictedPagesBackAndStopsAtTheEndWithAClearError) {
   EXPECT_NE(s.message().find(std::to_string(size_t{4} << 20)), std::string::npos);
 }
 
+TEST(PosixFile, LoadingAMappedFileThatShrankFailsWithAClearErrorNotASignal) {
+  // Large loads go through the mapping; pages past the new end would raise SIGBUS if touched.
+  const std::string p = temp_dir() + "/shrunk.bin";
+  {
+    File w = File::open(p, File::Mode::kCreate).value();
+    std::vector<std::byte> data(size_t{8} << 20, std::byte{5});
+    ASSERT_TRUE(w.write_at(0, data).is_ok());
+  }
+  File f = File::open(p, File::Mode::kRead).value();
+  ASSERT_NE(f.map_readonly(), nullptr);
+  ASSERT_EQ(::truncate(p.c_str(), off_t{3} << 20), 0);
+  Status s = f.load(size_t{1} << 20, size_t{6} << 20);
+  EXPECT_EQ(s.code(), ErrorCode::kCorrupt);
+  EXPECT_NE(s.message().find("shrunk.bin"), std::string::npos);
+  EXPECT_TRUE(f.load(0, size_t{3} << 20).is_ok());  // what is left still loads
+}
+
 TEST(PosixFile, OpeningAMissingFileIsNotFound) {
   EXPECT_EQ(File::open(temp_dir() + "/absent.bin", File::Mode::kRead).status().code(), ErrorCode::kNotFound);
 }
