@@ -8,17 +8,37 @@
 
 namespace hzio::parallel {
 
-void wait(MPI_Request& request) {
+namespace {
+
+// Calls done() until it returns true: 16 times at once (short operations finish without sleeping),
+// then between sleeps growing to 100 microseconds.
+template <class Done>
+void poll(Done done) {
   long sleep_ns = 1000;
-  for (int polls = 0;; ++polls) {
-    int done = 0;
-    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-    if (done) return;
-    if (polls < 16) continue;  // short operations finish without sleeping
+  for (int polls = 0; !done(); ++polls) {
+    if (polls < 16) continue;
     const timespec pause{0, sleep_ns};
     nanosleep(&pause, nullptr);
     sleep_ns = std::min(sleep_ns * 2, 100'000L);
   }
+}
+
+}  // namespace
+
+void wait(MPI_Request& request) {
+  poll([&] {
+    int done = 0;
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    return done != 0;
+  });
+}
+
+void wait_all(std::vector<MPI_Request>& requests) {
+  poll([&] {
+    int done = 0;
+    MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
+    return done != 0;
+  });
 }
 
 Status agree(MPI_Comm comm, const Status& local) {

@@ -15,6 +15,8 @@ namespace hzio::parallel {
 // core in a loop when ranks outnumber cores: the waiting ranks then take turns with the working ones and
 // most of a collective write goes into context switches. A sleeping rank leaves its core to them.
 void wait(MPI_Request& request);
+// Local. Completes every request of `requests` (MPI_REQUEST_NULL entries included), waiting as wait() does.
+void wait_all(std::vector<MPI_Request>& requests);
 
 // Collective. Every rank returns the error of the lowest failing rank (or OK if none failed).
 Status agree(MPI_Comm comm, const Status& local);

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <map>
+#include <set>
 
 #include "core/dataset_impl.hpp"
 #include "format/file_name.hpp"
@@ -43,23 +45,38 @@ class ParallelDataset::Impl {
   Status stage(const Box& box, std::string_view field, int64_t time, const void* data, size_t size_bytes, bool borrow);
   Result<WriteReport> flush();
   // What this rank sends and receives in one round. Every size follows from the plan and the boxes
-  // every rank staged, so a round needs no message-size exchange.
+  // every rank staged, so a round needs no message-size exchange. Two ranks exchange one bulk message
+  // (records, and the headers of detached records) and one message per detached block
+  // (parallel::RecordShape), which the aggregator receives straight into the block's place in its
+  // staged data file.
   struct RoundIo {
-    struct Item {
+    struct Item {  // a record this rank makes for `dest` (itself included)
       const Staged* staged;
       uint64_t block;
-      size_t bytes;  // record_bytes of it
+      int dest;
+      bool detached;
+      int64_t bulk_at;     // in the send buffer: the record, or a detached record's header and statistics
+      int64_t data_at;     // in the send buffer: a detached record's samples
+      int64_t data_bytes;  // a detached record's sample bytes (unpadded: they may land in a staged file); else 0
     };
-    std::vector<Item> items;  // records to send, by destination rank
-    std::vector<int64_t> send_displs;                        // per rank, plus the end; bytes
-    std::vector<int64_t> recv_counts;                        // per rank; 0 for this rank
+    struct Incoming {  // a detached block from another rank, in that rank's sending order
+      int source;
+      int64_t entry;
+      int64_t bytes;
+    };
+    std::vector<Item> items;           // by destination, then in the order this rank staged its boxes
+    std::vector<int64_t> send_bulk;    // per rank, plus the end: bulk message offsets in the send buffer
+    std::vector<int64_t> recv_bulk;    // per rank, plus the end: bulk message offsets in the receive buffer
+    std::vector<Incoming> incoming;    // by source
+    int64_t send_bytes = 0, recv_bytes = 0;
+    int chunk = -1;                    // the chunk this rank aggregates in the round (at most one), or -1
+    std::vector<int64_t> entries;      // that chunk's entries that get records, ascending
   };
   // boxes: every rank's, in rank order; this rank's are boxes[mine + k] for staged[k].
   RoundIo round_io(const parallel::WritePlan& plan, const std::vector<int>& round,
                    const std::vector<parallel::BoxInfo>& boxes, size_t mine);
   // Local status: a failing rank still joins every later round, and flush() agrees once at the end.
-  Status exchange_round(const parallel::WritePlan& plan, const std::vector<int>& round, const RoundIo& io,
-                        parallel::FlushTimes& t);
+  Status exchange_round(const parallel::WritePlan& plan, const RoundIo& io, parallel::FlushTimes& t);
   Status commit(const std::vector<int64_t>& times, const parallel::WritePlan& plan, parallel::FlushTimes& t);
   WriteReport reduce(const parallel::WritePlan& plan, const parallel::FlushTimes& t, int64_t bytes);
 };
@@ -199,10 +216,26 @@ ParallelDataset::Impl::RoundIo ParallelDataset::Impl::round_io(const parallel::W
     const auto last = std::lower_bound(first, blocks.end(), static_cast<uint64_t>(c.first_block + hi));
     return std::span<const uint64_t>(first, last);
   };
+  const auto entry_of = [&](int field, uint64_t block) {
+    return field * bpf + format::slot_in_file(d.idx_, static_cast<int64_t>(block));
+  };
+  // Records per block of the round, over every rank's boxes: a block's only record may be detached;
+  // several are merged on the aggregator, in order.
+  std::map<std::pair<int, int64_t>, int> records_of;  // (chunk, entry)
+  for (int c : round) {
+    const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(c)];
+    for (size_t i = 0; i < boxes.size(); ++i)
+      if (boxes[i].time == chunk.time)
+        for (uint64_t block : in_chunk(chunk, boxes[i].field, plan.box_blocks[i])) ++records_of[{c, entry_of(boxes[i].field, block)}];
+  }
+  const auto detached = [&](int c, int field, uint64_t block, const parallel::RecordShape& shape) {
+    return shape.whole && d.coding_[static_cast<size_t>(field)].codec.kind == codec::CodecKind::kRaw &&
+           records_of[{c, entry_of(field, block)}] == 1;
+  };
   RoundIo io;
-  io.send_displs.assign(static_cast<size_t>(size) + 1, 0);
-  io.recv_counts.assign(static_cast<size_t>(size), 0);
-  // Sends, destination by destination as Alltoallv wants them; a rank's own records stay in place.
+  // Sends, destination by destination; a rank's records for itself stay in its send buffer. The bulk
+  // messages come first, then every detached block.
+  io.send_bulk.assign(static_cast<size_t>(size) + 1, 0);
   std::vector<int> order(round);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     return plan.chunks[static_cast<size_t>(a)].aggregator < plan.chunks[static_cast<size_t>(b)].aggregator;
@@ -210,73 +243,140 @@ ParallelDataset::Impl::RoundIo ParallelDataset::Impl::round_io(const parallel::W
   size_t next = 0;
   int64_t total = 0;
   for (int r = 0; r < size; ++r) {
-    io.send_displs[static_cast<size_t>(r)] = total;
+    io.send_bulk[static_cast<size_t>(r)] = total;
     for (; next < order.size() && plan.chunks[static_cast<size_t>(order[next])].aggregator == r; ++next) {
-      const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(order[next])];
+      const int c = order[next];
+      const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(c)];
       for (size_t k = 0; k < staged.size(); ++k) {
         const Staged& st = staged[k];
         if (st.time != chunk.time) continue;
         for (uint64_t b : in_chunk(chunk, st.field, plan.box_blocks[mine + k])) {
-          io.items.push_back({&st, b, parallel::record_bytes(d, st.field, st.box, b)});
-          total += static_cast<int64_t>(io.items.back().bytes);
+          const parallel::RecordShape shape = parallel::record_shape(d, st.field, st.box, b);
+          const bool det = detached(c, st.field, b, shape);
+          io.items.push_back({&st, b, r, det, total, 0, det ? static_cast<int64_t>(shape.samples) : 0});
+          total += static_cast<int64_t>(shape.bulk_bytes(det));
         }
       }
     }
   }
-  io.send_displs[static_cast<size_t>(size)] = total;
-  // Receives: what every other rank's boxes put in the chunks this rank aggregates, sized the same way.
+  io.send_bulk[static_cast<size_t>(size)] = total;
+  for (auto& item : io.items) {
+    if (!item.detached) continue;
+    item.data_at = total;
+    total += (item.data_bytes + 7) & ~int64_t{7};  // keeps every record in the buffer 8-byte aligned
+  }
+  io.send_bytes = total;
+  // Receives: what every other rank's boxes put in the chunk this rank aggregates, in their sending
+  // order; room for the detached blocks after the bulk messages, for when they have no staged place.
+  std::vector<int64_t> bulk_from(static_cast<size_t>(size), 0);
+  std::vector<std::vector<RoundIo::Incoming>> from(static_cast<size_t>(size));
+  std::set<int64_t> entries;
   for (int c : round) {
     const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(c)];
     if (chunk.aggregator != rank) continue;
+    io.chunk = c;  // the plan gives an aggregator one chunk per round
     for (size_t i = 0; i < boxes.size(); ++i) {
       const parallel::BoxInfo& b = boxes[i];
-      if (b.rank == rank || b.time != chunk.time) continue;
-      for (uint64_t block : in_chunk(chunk, b.field, plan.box_blocks[i]))
-        io.recv_counts[static_cast<size_t>(b.rank)] += static_cast<int64_t>(parallel::record_bytes(d, b.field, b.box, block));
+      if (b.time != chunk.time) continue;
+      for (uint64_t block : in_chunk(chunk, b.field, plan.box_blocks[i])) {
+        entries.insert(entry_of(b.field, block));
+        if (b.rank == rank) continue;
+        const parallel::RecordShape shape = parallel::record_shape(d, b.field, b.box, block);
+        const bool det = detached(c, b.field, block, shape);
+        bulk_from[static_cast<size_t>(b.rank)] += static_cast<int64_t>(shape.bulk_bytes(det));
+        if (det) from[static_cast<size_t>(b.rank)].push_back({b.rank, entry_of(b.field, block), static_cast<int64_t>(shape.samples)});
+      }
     }
   }
+  io.recv_bulk.assign(static_cast<size_t>(size) + 1, 0);
+  total = 0;
+  for (int r = 0; r < size; ++r) {
+    io.recv_bulk[static_cast<size_t>(r)] = total;
+    total += bulk_from[static_cast<size_t>(r)];
+  }
+  io.recv_bulk[static_cast<size_t>(size)] = total;
+  for (const auto& list : from)
+    for (const auto& in : list) {
+      io.incoming.push_back(in);
+      total += (in.bytes + 7) & ~int64_t{7};
+    }
+  io.recv_bytes = total;
+  io.entries.assign(entries.begin(), entries.end());
   return io;
 }
 
-Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, const std::vector<int>& round,
-                                            const RoundIo& io, parallel::FlushTimes& t) {
+Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, const RoundIo& io, parallel::FlushTimes& t) {
   auto& d = ds();
-  size_t filled = 0;
+  const int64_t bpf = d.idx_.blocks_per_file;
+  constexpr int kBulkTag = 1, kBlockTag = 2;
+  // The aggregated chunk's file space first, so that detached blocks land in their staged places. On an
+  // error this rank still takes part in the exchange, and reports the error after it.
+  parallel::ChunkSlots slots;
+  Status s = io.chunk >= 0 ? parallel::reserve_chunk(d, plan.chunks[static_cast<size_t>(io.chunk)], io.entries, slots) : Status::ok();
+  const auto place = [&](int64_t entry) { return s.is_ok() ? slots.place(entry) : nullptr; };
+  std::vector<MPI_Request> requests;
+  const auto post = [&](bool send, std::byte* at, int64_t bytes, int peer, int tag) {
+    requests.emplace_back();
+    // Sizes fit in int: flush() checked every round's buffers before the first.
+    if (send) MPI_Isend(at, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm, &requests.back());
+    else MPI_Irecv(at, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm, &requests.back());
+  };
+  // Receives first: a message's data can move as soon as its sender posts it.
+  std::vector<std::byte*> landing(io.incoming.size());
+  int64_t spill = io.recv_bulk[static_cast<size_t>(size)];
+  for (size_t k = 0; k < io.incoming.size(); ++k) {
+    std::byte* p = place(io.incoming[k].entry);
+    landing[k] = p ? p : recv_buffer.data() + spill;
+    spill += (io.incoming[k].bytes + 7) & ~int64_t{7};
+  }
+  for (int r = 0; r < size; ++r) {
+    const int64_t begin = io.recv_bulk[static_cast<size_t>(r)], end = io.recv_bulk[static_cast<size_t>(r) + 1];
+    if (r != rank && end > begin) post(false, recv_buffer.data() + begin, end - begin, r, kBulkTag);
+  }
+  for (size_t k = 0; k < io.incoming.size(); ++k) post(false, landing[k], io.incoming[k].bytes, io.incoming[k].source, kBlockTag);
+  // Encode; a detached block this rank aggregates itself goes straight to its staged place.
+  std::vector<std::byte*> own_samples;  // of this rank's detached records for itself, in order
   for (const auto& item : io.items) {
     const Staged& st = *item.staged;
-    parallel::write_record(d, st.field, st.time, st.box, st.data, item.block, send_buffer.data() + filled, t);
-    filled += item.bytes;
+    std::byte* samples = nullptr;
+    if (item.detached) {
+      samples = send_buffer.data() + item.data_at;
+      if (item.dest == rank) {
+        if (std::byte* p = place(st.field * bpf + format::slot_in_file(d.idx_, static_cast<int64_t>(item.block)))) samples = p;
+        own_samples.push_back(samples);
+      }
+    }
+    parallel::write_record(d, st.field, st.time, st.box, st.data, item.block, send_buffer.data() + item.bulk_at, samples, t);
   }
   const double t0 = now();
-  // Sizes fit in int: flush() checked every round before the first.
-  std::vector<int> send_counts(static_cast<size_t>(size)), sdispl(static_cast<size_t>(size)),
-      recv_counts(static_cast<size_t>(size)), rdispl(static_cast<size_t>(size));
-  int64_t rtotal = 0;
   for (int r = 0; r < size; ++r) {
-    sdispl[r] = static_cast<int>(io.send_displs[r]);
-    send_counts[r] = r == rank ? 0 : static_cast<int>(io.send_displs[r + 1] - io.send_displs[r]);
-    rdispl[r] = static_cast<int>(rtotal);
-    recv_counts[r] = static_cast<int>(io.recv_counts[r]);
-    rtotal += io.recv_counts[r];
+    const int64_t begin = io.send_bulk[static_cast<size_t>(r)], end = io.send_bulk[static_cast<size_t>(r) + 1];
+    if (r != rank && end > begin) post(true, send_buffer.data() + begin, end - begin, r, kBulkTag);
   }
-  MPI_Request request;
-  MPI_Ialltoallv(send_buffer.data(), send_counts.data(), sdispl.data(), MPI_BYTE, recv_buffer.data(), recv_counts.data(),
-                 rdispl.data(), MPI_BYTE, comm, &request);
-  parallel::wait(request);
+  for (const auto& item : io.items)
+    if (item.detached && item.dest != rank) post(true, send_buffer.data() + item.data_at, item.data_bytes, item.dest, kBlockTag);
+  parallel::wait_all(requests);
   t.phases.aggregate += now() - t0;
-  // Records in rank order (a rank's own records in the order it staged them), this rank's from the send buffer.
-  const int64_t self_begin = io.send_displs[static_cast<size_t>(rank)], self_end = io.send_displs[static_cast<size_t>(rank) + 1];
-  const auto part = [](const std::byte* p, int64_t begin, int64_t end) {
-    return std::span<const std::byte>(p + begin, static_cast<size_t>(end - begin));
-  };
+  // Records in rank order (a rank's own records in the order it staged them), this rank's from the send
+  // buffer; each detached record gets the place its samples arrived at, in its sender's order.
   std::vector<parallel::Record> records;
-  Status s = parallel::parse_records(part(recv_buffer.data(), 0, rdispl[rank]), records);
-  if (s.is_ok()) s = parallel::parse_records(part(send_buffer.data(), self_begin, self_end), records);
-  if (s.is_ok()) s = parallel::parse_records(part(recv_buffer.data(), rdispl[rank], rtotal), records);
-  for (int c : round) {
-    const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(c)];
-    if (s.is_ok() && chunk.aggregator == rank) s = parallel::write_chunk(d, chunk, records, t);
+  size_t next_in = 0, next_own = 0;
+  for (int r = 0; r < size && s.is_ok(); ++r) {
+    const bool own = r == rank;
+    const std::byte* base = own ? send_buffer.data() : recv_buffer.data();
+    const auto& bounds = own ? io.send_bulk : io.recv_bulk;
+    const size_t first = records.size();
+    s = parallel::parse_records(std::span<const std::byte>(base + bounds[static_cast<size_t>(r)],
+                                                           static_cast<size_t>(bounds[static_cast<size_t>(r) + 1] - bounds[static_cast<size_t>(r)])),
+                                records);
+    for (size_t j = first; j < records.size() && s.is_ok(); ++j) {
+      if (!records[j].header.detached) continue;
+      if (own && next_own < own_samples.size()) records[j].data = own_samples[next_own++];
+      else if (!own && next_in < io.incoming.size() && io.incoming[next_in].source == r) records[j].data = landing[next_in++];
+      else s = internal_error("a detached block's header has no samples in the exchange");
+    }
   }
+  if (s.is_ok() && io.chunk >= 0) s = parallel::write_chunk(d, plan.chunks[static_cast<size_t>(io.chunk)], records, slots, t);
   return s;
 }
 
@@ -362,10 +462,8 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
   int64_t send_max = 0, recv_max = 0;
   for (const auto& round : plan.rounds) {
     rounds.push_back(round_io(plan, round, boxes, mine_at));
-    int64_t recv = 0;
-    for (int64_t n : rounds.back().recv_counts) recv += n;
-    send_max = std::max(send_max, rounds.back().send_displs.back());
-    recv_max = std::max(recv_max, recv);
+    send_max = std::max(send_max, rounds.back().send_bytes);
+    recv_max = std::max(recv_max, rounds.back().recv_bytes);
   }
   Status ready = send_max > INT_MAX || recv_max > INT_MAX
                      ? unsupported("a round moves more than 2 GiB into or out of one rank; lower aggregator_bytes")
@@ -376,7 +474,7 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
   t.phases.restructure += now() - t0;
   Status failed;  // this rank's first error in the rounds: it keeps taking part, the ranks agree after
   for (size_t r = 0; s.is_ok() && r < plan.rounds.size(); ++r) {
-    Status round = exchange_round(plan, plan.rounds[r], rounds[r], t);
+    Status round = exchange_round(plan, rounds[r], t);
     if (!round.is_ok() && failed.is_ok()) failed = round;
   }
   if (s.is_ok()) s = agree(comm, failed);

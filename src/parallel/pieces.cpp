@@ -2,6 +2,7 @@
 // (docs/guide/parallel-io.md "Restructure" and "Aggregate").
 #include "parallel/pieces.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -59,7 +60,7 @@ std::byte* put_record(std::byte* out, const PieceHeader& h) {
 }  // namespace
 
 void write_record(const Dataset::Impl& ds, int field, int64_t time, const Box& box, const std::byte* data,
-                  uint64_t block, std::byte* out, FlushTimes& times) {
+                  uint64_t block, std::byte* out, std::byte* samples, FlushTimes& times) {
   const double t0 = now();
   const auto& fc = ds.coding_[field];
   const hzorder::Run g = core::block_grid(*ds.space_, block);
@@ -74,7 +75,17 @@ void write_record(const Dataset::Impl& ds, int field, int64_t time, const Box& b
     h.whole = 1;
     h.bytes = ds.block_bytes(field);
     h.stats_bytes = stats_wire_bytes(ds, field);
-    std::byte* dst = put_record(out, h);
+    h.detached = samples != nullptr;
+    std::byte* dst = nullptr;
+    std::byte* stats_at = nullptr;
+    if (samples) {
+      std::memcpy(out, &h, sizeof h);
+      dst = samples;
+      stats_at = out + sizeof h;  // detached samples are exactly h.bytes: no padding after them
+    } else {
+      dst = put_record(out, h);
+      stats_at = dst + ((h.bytes + 7) & ~uint64_t{7});
+    }
     if (range_count(dlo, dhi) < ds.idx_.samples_per_block()) {
       hzorder::fill_samples(dst, static_cast<size_t>(ds.idx_.samples_per_block()), fc.dtype, fc.default_value);
     }
@@ -90,7 +101,7 @@ void write_record(const Dataset::Impl& ds, int field, int64_t time, const Box& b
       const stats::BlockStats st = stats::compute_block_stats(*ds.space_, block, fc.layout, std::span<const std::byte>(dst, h.bytes),
                                                               fc.dtype, ds.idx_.box, ds.files_->stats_bits());
       const int comps = fc.dtype.components;
-      std::byte* at = stats::write_range_record(dst + ((h.bytes + 7) & ~uint64_t{7}), st.block, comps);
+      std::byte* at = stats::write_range_record(stats_at, st.block, comps);
       for (const auto& part : st.parts) at = stats::write_range_record(at, part, comps);
       times.phases.stats += now() - t1;
     }
@@ -105,14 +116,16 @@ void write_record(const Dataset::Impl& ds, int field, int64_t time, const Box& b
   times.phases.restructure += now() - t0;
 }
 
-size_t record_bytes(const Dataset::Impl& ds, int field, const Box& box, uint64_t block) {
+RecordShape record_shape(const Dataset::Impl& ds, int field, const Box& box, uint64_t block) {
   const hzorder::Run g = core::block_grid(*ds.space_, block);
   Point lo, hi, dlo, dhi;
   grid_range(g, box, lo, hi);
   grid_range(g, ds.idx_.box, dlo, dhi);
-  const bool whole = lo == dlo && hi == dhi;
-  const uint64_t data = whole ? ds.block_bytes(field) : static_cast<uint64_t>(range_count(lo, hi)) * ds.coding_[field].dtype.bytes();
-  return sizeof(PieceHeader) + ((data + 7) & ~uint64_t{7}) + (whole ? stats_wire_bytes(ds, field) : 0);
+  RecordShape s;
+  s.whole = lo == dlo && hi == dhi;
+  s.samples = s.whole ? ds.block_bytes(field) : static_cast<uint64_t>(range_count(lo, hi)) * ds.coding_[field].dtype.bytes();
+  s.stats = s.whole ? stats_wire_bytes(ds, field) : 0;
+  return s;
 }
 
 Status parse_records(std::span<const std::byte> buffer, std::vector<Record>& out) {
@@ -122,11 +135,11 @@ Status parse_records(std::span<const std::byte> buffer, std::vector<Record>& out
     Record r;
     std::memcpy(&r.header, buffer.data() + at, sizeof(PieceHeader));
     at += sizeof(PieceHeader);
-    const uint64_t padded = (r.header.bytes + 7) & ~uint64_t{7};
+    const uint64_t padded = r.header.detached ? 0 : (r.header.bytes + 7) & ~uint64_t{7};
     if (padded > buffer.size() - at || r.header.stats_bytes > buffer.size() - at - padded) {
       return internal_error("truncated piece data in exchange buffer");
     }
-    r.data = buffer.data() + at;
+    if (!r.header.detached) r.data = buffer.data() + at;
     at += padded;
     if (r.header.stats_bytes > 0) r.stats = buffer.data() + at;
     at += r.header.stats_bytes;
@@ -207,7 +220,38 @@ Status assemble(Dataset::Impl& ds, int field, int64_t time, uint64_t block, cons
 
 }  // namespace
 
-Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Record>& records, FlushTimes& times) {
+std::byte* ChunkSlots::place(int64_t entry) const {
+  const auto it = std::lower_bound(entries.begin(), entries.end(), entry);
+  return it != entries.end() && *it == entry ? staged[static_cast<size_t>(it - entries.begin())] : nullptr;
+}
+
+Status reserve_chunk(Dataset::Impl& ds, const Chunk& chunk, std::vector<int64_t> entries, ChunkSlots& slots) {
+  const int64_t bpf = ds.idx_.blocks_per_file;
+  const size_t n = entries.size();
+  slots.entries = std::move(entries);
+  slots.where.assign(n, {});
+  slots.staged.assign(n, nullptr);
+  // Raw blocks have known sizes: their file space is reserved in entry order (canonical); the places in
+  // staged logs are valid once every reservation of the batch is made.
+  std::vector<char> raw_codec(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int field = static_cast<int>(slots.entries[i] / bpf);
+    const auto& fc = ds.coding_[field];
+    raw_codec[i] = fc.codec.kind == codec::CodecKind::kRaw;
+    if (!raw_codec[i]) continue;
+    const uint64_t block = static_cast<uint64_t>(chunk.first_block + slots.entries[i] % bpf);
+    const uint32_t flags = fc.layout == Layout::kRowMajor ? format::kFlagRowMajor : 0;
+    HZIO_ASSIGN_OR_RETURN(slots.where[i], ds.files_->reserve(field, chunk.time, block, ds.block_bytes(field), flags));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!raw_codec[i]) continue;
+    HZIO_ASSIGN_OR_RETURN(slots.staged[i], ds.files_->staged(slots.where[i]));
+  }
+  return Status::ok();
+}
+
+Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Record>& records, const ChunkSlots& slots,
+                   FlushTimes& times) {
   const int64_t bpf = ds.idx_.blocks_per_file;
   std::map<int64_t, std::vector<const Record*>> by_entry;
   for (const Record& r : records) {
@@ -219,26 +263,12 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
   }
   std::vector<int64_t> entries;
   for (const auto& [e, v] : by_entry) entries.push_back(e);
+  if (entries != slots.entries) return internal_error("a chunk's records do not match the blocks reserved for it");
   const size_t n = entries.size();
-  // Raw blocks have known sizes: reserve their file space in entry order (canonical), then the workers
-  // write them, a whole received block straight from the receive buffer (into the log's staging
-  // buffer when it is written with direct I/O).
-  std::vector<core::DataFiles::Reserved> where(n);
-  std::vector<std::byte*> staged(n);  // where a raw block goes when its log is staged for direct writes
+  const std::vector<core::DataFiles::Reserved>& where = slots.where;
+  const std::vector<std::byte*>& staged = slots.staged;  // where a raw block goes when its log is staged
   std::vector<char> raw_codec(n);
-  for (size_t i = 0; i < n; ++i) {
-    const int field = static_cast<int>(entries[i] / bpf);
-    const auto& fc = ds.coding_[field];
-    raw_codec[i] = fc.codec.kind == codec::CodecKind::kRaw;
-    if (!raw_codec[i]) continue;
-    const uint64_t block = static_cast<uint64_t>(chunk.first_block + entries[i] % bpf);
-    const uint32_t flags = fc.layout == Layout::kRowMajor ? format::kFlagRowMajor : 0;
-    HZIO_ASSIGN_OR_RETURN(where[i], ds.files_->reserve(field, chunk.time, block, ds.block_bytes(field), flags));
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (!raw_codec[i]) continue;
-    HZIO_ASSIGN_OR_RETURN(staged[i], ds.files_->staged(where[i]));
-  }
+  for (size_t i = 0; i < n; ++i) raw_codec[i] = ds.coding_[static_cast<size_t>(entries[i] / bpf)].codec.kind == codec::CodecKind::kRaw;
   std::vector<std::vector<std::byte>> raw(n), payload(n);
   std::vector<uint32_t> flags(n);
   std::vector<Status> errors(n);
@@ -274,8 +304,11 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
       }
       sts[i] = now() - t1;
       const double t2 = now();
-      if (staged[i]) std::memcpy(staged[i], bytes.data(), bytes.size());
-      else errors[i] = where[i].file->write_at(where[i].offset, bytes);
+      if (staged[i]) {
+        if (bytes.data() != staged[i]) std::memcpy(staged[i], bytes.data(), bytes.size());  // else received in place
+      } else {
+        errors[i] = where[i].file->write_at(where[i].offset, bytes);
+      }
       ds.files_->finish_reserved(field, chunk.time, block, &st[i]);
       wr[i] = now() - t2;
       return;
@@ -290,7 +323,7 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
   });
   // Staged blocks go to their files before anything moves the staging buffers.
   for (const Status& e : errors) HZIO_RETURN_IF_ERROR(e);
-  HZIO_RETURN_IF_ERROR(ds.files_->write_out(staged, wr));
+  HZIO_RETURN_IF_ERROR(ds.files_->write_out(std::span<std::byte* const>(staged), wr));
   for (size_t i = 0; i < n; ++i) {
     HZIO_RETURN_IF_ERROR(errors[i]);
     const int field = static_cast<int>(entries[i] / bpf);

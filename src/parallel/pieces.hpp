@@ -23,6 +23,21 @@ struct PieceHeader {
   int64_t hi[3] = {0, 0, 0};
   uint64_t bytes = 0;
   uint64_t stats_bytes = 0;  // statistics after the (padded) samples: whole blocks of raw fields only
+  int32_t detached = 0;      // 1: the samples travel on their own (see RecordShape); the stats follow the header
+  int32_t unused = 0;
+};
+
+// The parts of the record for (box, block). A detached record (a whole block of a raw field that is the
+// only record of its block in a round) is sent as its header and statistics in the bulk message and its
+// samples as a message of their own, which the aggregator receives straight into the block's place in
+// its staged data file: no copy after the exchange.
+struct RecordShape {
+  bool whole = false;
+  uint64_t samples = 0;  // sample bytes (unpadded)
+  uint64_t stats = 0;    // statistics bytes (whole blocks of raw fields)
+  uint64_t padded() const { return (samples + 7) & ~uint64_t{7}; }
+  uint64_t bytes() const { return sizeof(PieceHeader) + padded() + stats; }  // attached: one contiguous record
+  uint64_t bulk_bytes(bool detached) const { return detached ? sizeof(PieceHeader) + stats : bytes(); }
 };
 
 struct Record {
@@ -39,22 +54,41 @@ struct FlushTimes {
   int64_t file_bytes = 0;
 };
 
-// Local. Appends the record for the samples of `block` inside the staged array `data` (covering `box`).
+// Local. Writes the record for the samples of `block` inside the staged array `data` (covering `box`).
 // Whole blocks are HZ-encoded here with the core kernel; a raw field's whole block also gets its
 // statistics here, while it is still in this core's cache (on the aggregator it would come from
 // memory again). `times` gets restructure, hz and stats seconds.
-// Writes exactly record_bytes(...) bytes at `out`.
+// With `samples` null, writes the whole record (shape.bytes()) at `out`. Otherwise the record is
+// detached (whole blocks only): header and statistics (shape.bulk_bytes(true)) at `out`, the encoded
+// block (exactly shape.samples bytes, no padding) at `samples`.
 void write_record(const Dataset::Impl& ds, int field, int64_t time, const Box& box, const std::byte* data,
-                  uint64_t block, std::byte* out, FlushTimes& times);
+                  uint64_t block, std::byte* out, std::byte* samples, FlushTimes& times);
 
-// Local. The bytes append_record will add for (box, block): lets the send buffer be sized once.
-size_t record_bytes(const Dataset::Impl& ds, int field, const Box& box, uint64_t block);
+// Local. The parts of the record for (box, block): lets the exchange buffers be sized once.
+RecordShape record_shape(const Dataset::Impl& ds, int field, const Box& box, uint64_t block);
 
-// Local. Splits an exchange buffer into records. Errors: kInternal on a malformed buffer.
+// Local. Splits a bulk message into records; a detached record's data pointer is left null for the
+// caller to set. Errors: kInternal on a malformed buffer.
 Status parse_records(std::span<const std::byte> buffer, std::vector<Record>& out);
 
+// The file space of the raw blocks of one chunk, reserved (in entry order) before its records arrive, so
+// that detached blocks can be received straight into a staged data file.
+struct ChunkSlots {
+  std::vector<int64_t> entries;                  // ascending: field * blocks_per_file + slot
+  std::vector<core::DataFiles::Reserved> where;  // per entry; unset for fields that are not raw
+  std::vector<std::byte*> staged;                // per entry: the block's place in a staged log, or null
+  // The staged place of `entry`, or null (not reserved, or not staged).
+  std::byte* place(int64_t entry) const;
+};
+
+// Local. Reserves the raw blocks among `entries` (ascending, every entry that will get a record).
+Status reserve_chunk(Dataset::Impl& ds, const Chunk& chunk, std::vector<int64_t> entries, ChunkSlots& slots);
+
 // Local. Assembles the chunk's blocks from `records` (merging with stored data where pieces do not
-// cover a block), compresses them on the pool and appends them to the data file in entry order.
-Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Record>& records, FlushTimes& times);
+// cover a block; a detached record received into its staged place needs nothing), compresses them on
+// the pool and appends them to the data file in entry order. `slots` must come from reserve_chunk for
+// exactly the entries the records name.
+Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Record>& records, const ChunkSlots& slots,
+                   FlushTimes& times);
 
 }  // namespace hzio::parallel
