@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <bit>
 #include <climits>
-#include <cstdlib>
 #include <cstring>
 
 namespace hzio::core {
@@ -42,8 +41,7 @@ PlacedBlock make_placed_block(std::vector<Run> runs, const std::byte* data) {
 WindowPlan plan_windows(const hzorder::HzSpace& space, int level, const std::vector<PlacedBlock>& placed, const Box& box,
                     const SampleGrid& g, size_t sample_bytes) {
   WindowPlan t;
-  static const size_t wb = getenv("HZIO_WB") ? size_t(atol(getenv("HZIO_WB"))) << 10 : kWindowBytes;
-  t.extent = space.window_extent(level, std::bit_width(std::max<size_t>(1, wb / sample_bytes)) - 1);
+  t.extent = space.window_extent(level, std::bit_width(std::max<size_t>(1, kWindowBytes / sample_bytes)) - 1);
   for (int a = 0; a < kMaxDims; ++a) {
     t.offset[a] = (g.origin[a] / g.spacing[a]) % t.extent[a];
     t.count[a] = (t.offset[a] + g.count[a] - 1) / t.extent[a] + 1;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -174,23 +175,50 @@ void File::advise_willneed(uint64_t offset, uint64_t length) const {
 
 namespace {
 
-// Loads of at least this many bytes go through the mapping in whole 2 MiB folios (File::load), unless
-// widening them to 2 MiB boundaries would more than double them.
+// Loads of at least this many bytes are read in huge folios (File::load), unless widening them to
+// huge-page boundaries would more than double them.
 constexpr uint64_t kHugeLoadMin = uint64_t{1} << 20;
-constexpr uint64_t kHugePageBytes = uint64_t{2} << 20;
+
+// The size of the page-cache folios a mapping maps with one page-table entry (the PMD size of
+// transparent huge pages: 2 MiB on x86-64), or 0 when the kernel does not say.
+uint64_t huge_page_bytes() {
+  static const uint64_t bytes = [] {
+    unsigned long long b = 0;
+    if (FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r")) {
+      if (std::fscanf(f, "%llu", &b) != 1) b = 0;
+      std::fclose(f);
+    }
+    return (b & (b - 1)) == 0 ? static_cast<uint64_t>(b) : uint64_t{0};  // a power of two, or nothing
+  }();
+  return bytes;
+}
+
+std::atomic<bool> g_huge_loads{true};  // cleared once the kernel refuses MADV_POPULATE_READ
 
 }  // namespace
 
 bool File::load_huge(uint64_t offset, uint64_t length) const {
 #if defined(MADV_POPULATE_READ) && defined(MADV_HUGEPAGE)
-  const std::byte* base = map_readonly();
-  if (!base || length < kHugeLoadMin || offset + length > map_bytes_) return false;
-  const uint64_t first = offset & ~(kHugePageBytes - 1);
-  const uint64_t end = std::min<uint64_t>((offset + length + kHugePageBytes - 1) & ~(kHugePageBytes - 1), map_bytes_);
+  const uint64_t huge = huge_page_bytes();
+  if (huge == 0 || length < kHugeLoadMin || !g_huge_loads.load(std::memory_order_relaxed)) return false;
+  if (!map_readonly() || offset + length > map_bytes_) return false;
+  const uint64_t first = offset & ~(huge - 1);
+  const uint64_t end = std::min<uint64_t>((offset + length + huge - 1) & ~(huge - 1), map_bytes_);
   if (end - first > 2 * length) return false;  // not worth reading the neighbours of a short range
-  void* at = const_cast<std::byte*>(base) + first;
-  // The advice makes page faults in this range read whole 2 MiB folios; populating faults them all in.
-  return ::madvise(at, end - first, MADV_HUGEPAGE) == 0 && ::madvise(at, end - first, MADV_POPULATE_READ) == 0;
+  // A short-lived mapping of the range, advised MADV_HUGEPAGE, whose faults then read whole huge
+  // folios into the page cache; populating it faults them all in. The file's own mapping later maps
+  // those folios with one entry each, and keeps no advice: small reads of it fault in small pages as
+  // before, and it is not split into many areas.
+  const size_t bytes = static_cast<size_t>(end - first);
+  void* m = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd_, static_cast<off_t>(first));
+  if (m == MAP_FAILED) return false;
+  bool ok = ::madvise(m, bytes, MADV_HUGEPAGE) == 0;
+  if (ok && ::madvise(m, bytes, MADV_POPULATE_READ) != 0) {
+    if (errno == EINVAL) g_huge_loads.store(false, std::memory_order_relaxed);  // not on this kernel
+    ok = false;
+  }
+  ::munmap(m, bytes);
+  return ok;
 #else
   (void)offset;
   (void)length;

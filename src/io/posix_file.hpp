@@ -60,11 +60,11 @@ class File {
   // Local, thread-safe. Reads a range into the page cache without copying it anywhere, in large
   // folios, which mappings fault in and unmap much faster than 4 KiB pages (WILLNEED hints leave
   // those: a warm 512^3 read after a cold one was 40 % slower after hints). A range of 1 MiB or more
-  // is read through the mapping in whole 2 MiB folios (widened to 2 MiB boundaries unless that more
-  // than doubles it, advised MADV_HUGEPAGE and populated), which this process's later accesses find
-  // already mapped, one page-table entry per 2 MiB. Anything else, or when that fails, goes through
-  // sendfile to /dev/null and the kernel's sequential readahead, which also reports the error. Waits
-  // for the data. Errors: kIo, kCorrupt if the file ends before the range does.
+  // is read in huge folios (2 MiB on x86-64): widened to their boundaries unless that more than doubles
+  // it, mapped on its own, advised MADV_HUGEPAGE and populated, then unmapped; map_readonly() then maps
+  // each such folio with one page-table entry where the kernel aligns file mappings. Anything else, or
+  // when that fails, goes through sendfile to /dev/null and the kernel's sequential readahead, which
+  // also reports the error. Waits for the data. Errors: kIo, kCorrupt if the file ends before the range does.
   Status load(uint64_t offset, uint64_t length) const;
   // Local, thread-safe. Whether every page of the range is in the page cache (mincore on the mapping);
   // false when unknown (no mapping).

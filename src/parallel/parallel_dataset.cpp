@@ -229,8 +229,8 @@ ParallelDataset::Impl::RoundIo ParallelDataset::Impl::round_io(const parallel::W
         for (uint64_t block : in_chunk(chunk, boxes[i].field, plan.box_blocks[i])) ++records_of[{c, entry_of(boxes[i].field, block)}];
   }
   const auto detached = [&](int c, int field, uint64_t block, const parallel::RecordShape& shape) {
-    return shape.whole && d.coding_[static_cast<size_t>(field)].codec.kind == codec::CodecKind::kRaw &&
-           records_of[{c, entry_of(field, block)}] == 1;
+    return shape.whole && shape.samples >= parallel::kDetachedBlockBytes &&
+           d.coding_[static_cast<size_t>(field)].codec.kind == codec::CodecKind::kRaw && records_of[{c, entry_of(field, block)}] == 1;
   };
   RoundIo io;
   // Sends, destination by destination; a rank's records for itself stay in its send buffer. The bulk
@@ -370,12 +370,17 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
                                                            static_cast<size_t>(bounds[static_cast<size_t>(r) + 1] - bounds[static_cast<size_t>(r)])),
                                 records);
     for (size_t j = first; j < records.size() && s.is_ok(); ++j) {
-      if (!records[j].header.detached) continue;
+      const parallel::PieceHeader& h = records[j].header;
+      if (!h.detached) continue;
+      const int64_t entry = h.field * bpf + format::slot_in_file(d.idx_, static_cast<int64_t>(h.block));
       if (own && next_own < own_samples.size()) records[j].data = own_samples[next_own++];
-      else if (!own && next_in < io.incoming.size() && io.incoming[next_in].source == r) records[j].data = landing[next_in++];
-      else s = internal_error("a detached block's header has no samples in the exchange");
+      else if (!own && next_in < io.incoming.size() && io.incoming[next_in].source == r && io.incoming[next_in].entry == entry)
+        records[j].data = landing[next_in++];
+      else s = internal_error("a detached block's header does not match the samples received for it");
     }
   }
+  if (s.is_ok() && (next_in != io.incoming.size() || next_own != own_samples.size()))
+    s = internal_error("detached blocks were received without their headers");
   if (s.is_ok() && io.chunk >= 0) s = parallel::write_chunk(d, plan.chunks[static_cast<size_t>(io.chunk)], records, slots, t);
   return s;
 }

@@ -13,7 +13,8 @@
 
 namespace hzio::parallel {
 
-// Fixed-size header of one record in an exchange buffer; `bytes` of sample data follow, padded to 8.
+// Fixed-size header of one record in an exchange buffer; `bytes` of sample data follow, padded to 8, then
+// `stats_bytes` of statistics (a detached record has the statistics right after the header).
 struct PieceHeader {
   int32_t field = 0;
   int32_t whole = 0;  // 1: the whole block, already in the field's layout; 0: a dense sub-grid
@@ -27,10 +28,13 @@ struct PieceHeader {
   int32_t unused = 0;
 };
 
-// The parts of the record for (box, block). A detached record (a whole block of a raw field that is the
-// only record of its block in a round) is sent as its header and statistics in the bulk message and its
-// samples as a message of their own, which the aggregator receives straight into the block's place in
-// its staged data file: no copy after the exchange.
+// The parts of the record for (box, block). A detached record (a whole block of at least
+// kDetachedBlockBytes of a raw field, the only record of its block in a round) is sent as its header and
+// statistics in the bulk message and its samples as a message of their own, which the aggregator
+// receives straight into the block's place in its staged data file: no copy after the exchange.
+// Smaller blocks stay in the bulk message: a message per block would cost more than the copy it saves.
+constexpr uint64_t kDetachedBlockBytes = uint64_t{64} << 10;
+
 struct RecordShape {
   bool whole = false;
   uint64_t samples = 0;  // sample bytes (unpadded)

@@ -3,6 +3,7 @@
 #include "stats/block_stats.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -117,6 +118,13 @@ void reduce(const T* v, int comps, int c, uint64_t begin, uint64_t end, const st
 template <class T>
 void range_stats(const std::byte* data, int comps, uint64_t begin, uint64_t end, const std::vector<char>* mask,
                  RangeStats& out) {
+  // A block staged for a direct write can sit at any byte offset: typed loads need T's alignment.
+  thread_local std::vector<T> aligned;
+  if (reinterpret_cast<uintptr_t>(data) % alignof(T) != 0) {
+    aligned.resize(static_cast<size_t>(end) * static_cast<size_t>(comps));
+    std::memcpy(aligned.data(), data, aligned.size() * sizeof(T));
+    data = reinterpret_cast<const std::byte*>(aligned.data());
+  }
   const T* v = reinterpret_cast<const T*>(data);
   out.min.assign(static_cast<size_t>(comps), 0);
   out.max.assign(static_cast<size_t>(comps), 0);

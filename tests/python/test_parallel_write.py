@@ -82,11 +82,17 @@ CASES = {
         shape=[45, 37], fields=[["i", "int32"], ["t", "float32", {"codec": "zip"}]], times=None, codec="raw",
         bits_per_block=7, blocks_per_file=3, placement="localized", aggregator_bytes=1500, holes=0.25,
         flushes=2, borrow=0.5, rewrite=0.3, stats_sub_block_bits=2),
-    # Blocks of 4 and 8 bytes written with direct I/O: whole blocks travel detached and are received
-    # back to back into the staged files, so a byte too many would overwrite a neighbour.
+    # Blocks of 4 and 8 bytes staged back to back for direct writes: a byte too many would overwrite a
+    # neighbour.
     "raw-tiny-blocks-durable": dict(
         shape=[19, 14, 9], fields=[["b", "uint8"], ["s", "int16"]], times=None, codec="raw",
         bits_per_block=2, blocks_per_file=16, placement="localized", durable=True),
+    # Slabs holding whole blocks: float32 blocks of 64 KiB travel detached and are received straight
+    # into the staged files; int16 blocks (32 KiB) stay in the bulk messages; two timesteps, small rounds.
+    "raw-detached-blocks-durable": dict(
+        shape=[128, 64, 64], fields=[["f", "float32"], ["s", "int16"]], times=[0, 1], codec="raw",
+        bits_per_block=14, blocks_per_file=4, placement="localized", aggregator_bytes=200000, durable=True,
+        slabs=True),
 }
 KILLS = [  # (ranks, mode, victim, fraction of the timestep-0 flush time after which the victim dies)
     (2, "before_flush", 1, 0.0),

@@ -33,7 +33,7 @@ import hz_expect as he  # noqa: E402
 _DEFAULTS = dict(times=None, written_times=None, codec="raw", layout="hzorder", bitmask=None, bits_per_block=None,
                  blocks_per_file=None, placement="localized", aggregator_count=0, aggregator_bytes=256 << 20,
                  holes=0.0, idle_ranks=0, flushes=1, durable=False, borrow=0.0, rewrite=0.0,
-                 stats_sub_block_bits=None)
+                 stats_sub_block_bits=None, slabs=False)
 
 
 def normalize_case(case: dict) -> dict:
@@ -49,7 +49,8 @@ def normalize_case(case: dict) -> dict:
     collective write passes ``copy=False``; the other writes clobber their array after ``write``
     returns, which a copy must not see); ``rewrite`` (probability that a rank first writes junk over its
     box or a random part of it, in the same flush, which the real write that follows must replace; a
-    rank's first write always is).
+    rank's first write always is); ``slabs`` (instead of random boxes, rank r writes the r-th of
+    near-equal slabs along the first axis: large boxes that hold whole blocks).
     """
     out = dict(_DEFAULTS)
     out.update(case)
@@ -111,6 +112,12 @@ def plan_writes(seed: int, case: dict, size: int) -> list:
     active = rng.permutation(size)[idle:]
     writes, boxes = [], None
     for field, time in keys(case):
+        if case["slabs"]:
+            cuts = np.linspace(0, case["shape"][0], size + 1).round().astype(int)
+            rest = tuple(case["shape"][1:])
+            writes += [[r, 0, field, time, (int(cuts[r]),) + (0,) * len(rest), (int(cuts[r + 1]),) + rest]
+                       for r in range(size) if cuts[r + 1] > cuts[r]]
+            continue
         if boxes is None or rng.random() < 0.5:
             boxes = bisect(rng, case["shape"], int(rng.integers(1, 2 * size + 5)))
         for lo, hi in boxes:
