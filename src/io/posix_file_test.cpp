@@ -21,6 +21,16 @@ std::string temp_dir() {
   return d.string();
 }
 
+// A file of `bytes` bytes of `value` in the test folder, synced (its pages are clean: evictable); its path.
+std::string filled_file(const std::string& name, size_t bytes, std::byte value) {
+  const std::string p = temp_dir() + "/" + name;
+  File w = File::open(p, File::Mode::kCreate).value();
+  std::vector<std::byte> data(bytes, value);
+  EXPECT_TRUE(w.write_at(0, data).is_ok());
+  EXPECT_TRUE(w.sync().is_ok());
+  return p;
+}
+
 TEST(PosixFile, ReadingPastTheEndIsCorruptAndNamesTheFile) {
   const std::string p = temp_dir() + "/short.bin";
   File f = File::open(p, File::Mode::kCreate).value();
@@ -33,12 +43,7 @@ TEST(PosixFile, ReadingPastTheEndIsCorruptAndNamesTheFile) {
 }
 
 TEST(PosixFile, ResidentSeesWrittenPagesAndRejectsRangesPastTheEnd) {
-  const std::string p = temp_dir() + "/resident.bin";
-  {
-    File w = File::open(p, File::Mode::kCreate).value();
-    std::vector<std::byte> data(size_t{1} << 20, std::byte{7});
-    ASSERT_TRUE(w.write_at(0, data).is_ok());
-  }
+  const std::string p = filled_file("resident.bin", size_t{1} << 20, std::byte{7});
   File f = File::open(p, File::Mode::kRead).value();
   EXPECT_TRUE(f.resident(0, 1 << 20));         // just written: in the page cache
   EXPECT_TRUE(f.resident(4097, 10));           // unaligned ranges are widened to pages
@@ -47,13 +52,7 @@ TEST(PosixFile, ResidentSeesWrittenPagesAndRejectsRangesPastTheEnd) {
 }
 
 TEST(PosixFile, LoadBringsEvictedPagesBackAndStopsAtTheEndWithAClearError) {
-  const std::string p = temp_dir() + "/load.bin";
-  {
-    File w = File::open(p, File::Mode::kCreate).value();
-    std::vector<std::byte> data(size_t{4} << 20, std::byte{3});
-    ASSERT_TRUE(w.write_at(0, data).is_ok());
-    ASSERT_TRUE(w.sync().is_ok());  // clean pages can be evicted
-  }
+  const std::string p = filled_file("load.bin", size_t{4} << 20, std::byte{3});
   File f = File::open(p, File::Mode::kRead).value();
   const int fd = ::open(p.c_str(), O_RDONLY);
   ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
@@ -68,12 +67,7 @@ TEST(PosixFile, LoadBringsEvictedPagesBackAndStopsAtTheEndWithAClearError) {
 
 TEST(PosixFile, LoadingAMappedFileThatShrankFailsWithAClearErrorNotASignal) {
   // Large loads go through the mapping; pages past the new end would raise SIGBUS if touched.
-  const std::string p = temp_dir() + "/shrunk.bin";
-  {
-    File w = File::open(p, File::Mode::kCreate).value();
-    std::vector<std::byte> data(size_t{8} << 20, std::byte{5});
-    ASSERT_TRUE(w.write_at(0, data).is_ok());
-  }
+  const std::string p = filled_file("shrunk.bin", size_t{8} << 20, std::byte{5});
   File f = File::open(p, File::Mode::kRead).value();
   ASSERT_NE(f.map_readonly(), nullptr);
   ASSERT_EQ(::truncate(p.c_str(), off_t{3} << 20), 0);
