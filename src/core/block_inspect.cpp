@@ -36,7 +36,7 @@ Result<std::vector<BlockInfo>> Dataset::block_infos(std::string_view field, int6
       info.level = impl_->space_->level_of_block(static_cast<uint64_t>(b));
       info.file = path;
       info.file_exists = exists;
-      info.entry = f * idx.blocks_per_file + format::slot_in_file(idx, b);
+      info.entry = format::entry_in_file(idx, f, static_cast<uint64_t>(b));
       if (exists) {
         const auto& e = entries[static_cast<size_t>(info.entry)];
         info.offset = e.offset;

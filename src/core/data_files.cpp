@@ -4,11 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <future>
 
 #include "format/file_name.hpp"
+#include "util/clock.hpp"
 
 namespace hzio::core {
 
@@ -113,8 +113,7 @@ Result<DataFiles::Stored*> DataFiles::stored(const Key& key, ReadReport* report)
 Result<std::optional<BlockLocation>> DataFiles::locate(int field, int64_t time, uint64_t block, ReadReport* report) {
   std::lock_guard lock(mutex_);
   const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
-  const size_t index = static_cast<size_t>(field) * static_cast<size_t>(idx_->blocks_per_file) +
-                       static_cast<size_t>(format::slot_in_file(*idx_, static_cast<int64_t>(block)));
+  const size_t index = static_cast<size_t>(format::entry_in_file(*idx_, field, block));
   if (auto it = pending_.find(key); it != pending_.end() && it->second->entries[index].present() && it->second->ready[index]) {
     Pending& p = *it->second;
     const format::BlockEntry& e = p.entries[index];
@@ -153,8 +152,7 @@ Status DataFiles::load_stats(Stored& s, ReadReport* report) {
 Result<std::optional<stats::BlockStats>> DataFiles::block_stats(int field, int64_t time, uint64_t block, ReadReport* report) {
   std::lock_guard lock(mutex_);
   const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
-  const size_t index = static_cast<size_t>(field) * static_cast<size_t>(idx_->blocks_per_file) +
-                       static_cast<size_t>(format::slot_in_file(*idx_, static_cast<int64_t>(block)));
+  const size_t index = static_cast<size_t>(format::entry_in_file(*idx_, field, block));
   if (auto it = pending_.find(key); it != pending_.end() && it->second->entries[index].present()) {
     const Pending& p = *it->second;  // written but not committed: what a read would see
     if (!p.ready[index] || !p.stats[index]) return std::optional<stats::BlockStats>();
@@ -260,9 +258,9 @@ Status DataFiles::write_out() {
 }
 
 Status DataFiles::write_out(std::span<std::byte* const> staged, std::span<double> write_seconds) {
-  const double t0 = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  const double t0 = util::now_seconds();
   HZIO_RETURN_IF_ERROR(write_out());
-  const double t1 = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  const double t1 = util::now_seconds();
   const auto in_stage = std::count_if(staged.begin(), staged.end(), [](const std::byte* b) { return b != nullptr; });
   for (size_t i = 0; i < staged.size(); ++i)
     if (staged[i]) write_seconds[i] += (t1 - t0) / static_cast<double>(in_stage);
@@ -284,7 +282,7 @@ Status DataFiles::append(int field, int64_t time, uint64_t block, std::span<cons
   if (payload.size() > 0xFFFFFFFFu) return unsupported("block payload of " + std::to_string(payload.size()) + " bytes exceeds the format's 4 GiB");
   const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
   HZIO_ASSIGN_OR_RETURN(Pending * p, pending(key));
-  const int64_t index = field * idx_->blocks_per_file + format::slot_in_file(*idx_, static_cast<int64_t>(block));
+  const int64_t index = format::entry_in_file(*idx_, field, block);
   if (p->direct) {
     HZIO_RETURN_IF_ERROR(p->failed);
     HZIO_RETURN_IF_ERROR(make_stage(*p, p->end + payload.size()));
@@ -312,7 +310,7 @@ Result<DataFiles::Reserved> DataFiles::reserve(int field, int64_t time, uint64_t
   if (size > 0xFFFFFFFFu) return unsupported("block payload of " + std::to_string(size) + " bytes exceeds the format's 4 GiB");
   const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
   HZIO_ASSIGN_OR_RETURN(Pending * p, pending(key));
-  const int64_t index = field * idx_->blocks_per_file + format::slot_in_file(*idx_, static_cast<int64_t>(block));
+  const int64_t index = format::entry_in_file(*idx_, field, block);
   if (index <= p->last_index) p->canonical = false;
   p->last_index = std::max(p->last_index, index);
   p->entries[static_cast<size_t>(index)] = {p->end, static_cast<uint32_t>(size), flags};
@@ -329,7 +327,7 @@ void DataFiles::finish_reserved(int field, int64_t time, uint64_t block, const s
   auto it = pending_.find(key);
   if (it == pending_.end()) return;
   Pending& p = *it->second;
-  const size_t index = static_cast<size_t>(field * idx_->blocks_per_file + format::slot_in_file(*idx_, static_cast<int64_t>(block)));
+  const size_t index = static_cast<size_t>(format::entry_in_file(*idx_, field, block));
   if (block_stats) p.stats[index] = *block_stats;
   p.ready[index] = 1;
   const uint64_t end = p.entries[index].offset + p.entries[index].size;

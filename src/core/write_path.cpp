@@ -1,13 +1,13 @@
 // Writing a box: encode the blocks it covers whole, merge the ones it covers in part (docs/design/write-path.md).
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstring>
 #include <mutex>
 
 #include "core/dataset_impl.hpp"
 #include "hzorder/block_copy.hpp"
 #include "stats/block_stats.hpp"
+#include "util/clock.hpp"
 
 namespace hzio {
 namespace {
@@ -25,8 +25,6 @@ int64_t samples_in(const hzorder::HzSpace& space, uint64_t block, const Box& box
   }
   return n;
 }
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 void copy_into_block(const hzorder::HzSpace& space, uint64_t block, Layout layout, const Box& box,
                      const ArrayView& src, std::byte* buffer) {
@@ -121,31 +119,31 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
       if (kind[i] == 0 && samples_in(*space_, b, idx_.box) < per_block) {
         hzorder::fill_samples(block, static_cast<size_t>(per_block), fc.dtype, fc.default_value);
       }
-      const double t0 = now();
+      const double t0 = util::now_seconds();
       copy_into_block(*space_, b, fc.layout, box, src, block);
-      const double t1 = now();
+      const double t1 = util::now_seconds();
       hz_s[i] = t1 - t0;
       zip_s[i] = write_s[i] = stats_s[i] = 0;
       if (kind[i] == 1) return;
       if (raw_codec) {
-        const double ts = now();
+        const double ts = util::now_seconds();
         const std::span<const std::byte> encoded(block, bytes);
         st[i] = stats::compute_block_stats(*space_, b, fc.layout, encoded, fc.dtype, idx_.box, files_->stats_bits());
-        stats_s[i] = now() - ts;
-        const double t2 = now();
+        stats_s[i] = util::now_seconds() - ts;
+        const double t2 = util::now_seconds();
         if (!staged[i]) errors[i] = where[i].file->write_at(where[i].offset, encoded);
         files_->finish_reserved(field, time, b, &st[i]);
-        write_s[i] = now() - t2;
+        write_s[i] = util::now_seconds() - t2;
         flags[i] = raw_flags;
         return;
       }
       auto f = core::encode_block(fc, *space_, idx_.ndim, b, raw[i], payload[i]);
       if (!f.is_ok()) errors[i] = f.status();
       else flags[i] = f.value();
-      const double ts = now();
+      const double ts = util::now_seconds();
       zip_s[i] = ts - t1;
       st[i] = core::stats_as_stored(fc, *space_, idx_.ndim, b, raw[i], payload[i], idx_.box, files_->stats_bits());
-      stats_s[i] = now() - ts;
+      stats_s[i] = util::now_seconds() - ts;
     });
     // Staged blocks go to their files now, before anything moves the staging buffers.
     for (size_t i = 0; i < n; ++i)
@@ -166,10 +164,10 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
         note_block(b, static_cast<int64_t>(bytes), hz_s[i], write_s[i]);
         continue;
       }
-      const double t0 = now();
+      const double t0 = util::now_seconds();
       Status s = files_->append(field, time, b, payload[i], flags[i], &st[i]);
       if (!s.is_ok()) return fail(s);
-      note_block(b, static_cast<int64_t>(payload[i].size()), hz_s[i], now() - t0);
+      note_block(b, static_cast<int64_t>(payload[i].size()), hz_s[i], util::now_seconds() - t0);
     }
   }
   return dirty_bytes_ > options_.cache_bytes ? flush_dirty() : Status::ok();
@@ -186,24 +184,24 @@ Status Dataset::Impl::flush_dirty() {
   std::vector<stats::BlockStats> st(keys.size());
   pool_.parallel_for(keys.size(), [&](size_t i) {
     const auto& [field, time, b] = keys[i];
-    const double t0 = now();
+    const double t0 = util::now_seconds();
     auto f = core::encode_block(coding_[field], *space_, idx_.ndim, b, dirty_[keys[i]], payload[i]);
     if (f.is_ok()) flags[i] = f.value();
     else errors[i] = f.status();
-    const double t1 = now();
+    const double t1 = util::now_seconds();
     zip_s[i] = t1 - t0;
     st[i] = core::stats_as_stored(coding_[field], *space_, idx_.ndim, b, dirty_[keys[i]], payload[i], idx_.box,
                                   files_->stats_bits());
-    stats_s[i] = now() - t1;
+    stats_s[i] = util::now_seconds() - t1;
   });
   for (size_t i = 0; i < keys.size(); ++i) {
     HZIO_RETURN_IF_ERROR(errors[i]);
     const auto& [field, time, b] = keys[i];
-    const double t0 = now();
+    const double t0 = util::now_seconds();
     HZIO_RETURN_IF_ERROR(files_->append(field, time, b, payload[i], flags[i], &st[i]));
     pending_times_.compress += zip_s[i];
     pending_times_.stats += stats_s[i];
-    note_block(b, static_cast<int64_t>(payload[i].size()), 0, now() - t0);
+    note_block(b, static_cast<int64_t>(payload[i].size()), 0, util::now_seconds() - t0);
   }
   dirty_.clear();
   dirty_bytes_ = 0;

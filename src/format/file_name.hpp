@@ -13,6 +13,10 @@ namespace hzio::format {
 int64_t first_block_of_file(const IdxFile& idx, int64_t block);
 // Local. The slot of `block` inside its file's header table.
 int64_t slot_in_file(const IdxFile& idx, int64_t block);
+// Local. The entry of (field, block) in its file's header table: field * blocks_per_file + slot.
+inline int64_t entry_in_file(const IdxFile& idx, int field, uint64_t block) {
+  return field * idx.blocks_per_file + slot_in_file(idx, static_cast<int64_t>(block));
+}
 
 // Local. The path of the file whose first block is `first_block`, at timestep `time`, with a
 // leading "./" and $(CurrentFileDirectory) resolved against `idx_dir`. Errors: kFormat for a malformed

@@ -3,7 +3,6 @@
 #include "hzio/parallel.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <climits>
 #include <cstring>
 #include <map>
@@ -15,6 +14,7 @@
 #include "parallel/mpi_util.hpp"
 #include "parallel/pieces.hpp"
 #include "parallel/write_plan.hpp"
+#include "util/clock.hpp"
 #include "util/large_buffer.hpp"
 
 namespace hzio {
@@ -82,8 +82,6 @@ class ParallelDataset::Impl {
 };
 
 namespace {
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 Result<std::unique_ptr<ParallelDataset::Impl>> make_impl(MPI_Comm comm, const ParallelOptions& options) {
   auto impl = std::make_unique<ParallelDataset::Impl>();
@@ -216,9 +214,7 @@ ParallelDataset::Impl::RoundIo ParallelDataset::Impl::round_io(const parallel::W
     const auto last = std::lower_bound(first, blocks.end(), static_cast<uint64_t>(c.first_block + hi));
     return std::span<const uint64_t>(first, last);
   };
-  const auto entry_of = [&](int field, uint64_t block) {
-    return field * bpf + format::slot_in_file(d.idx_, static_cast<int64_t>(block));
-  };
+  const auto entry_of = [&](int field, uint64_t block) { return format::entry_in_file(d.idx_, field, block); };
   // Records per block of the round, over every rank's boxes: a block's only record may be detached;
   // several are merged on the aggregator, in order.
   std::map<std::pair<int, int64_t>, int> records_of;  // (chunk, entry)
@@ -307,7 +303,6 @@ ParallelDataset::Impl::RoundIo ParallelDataset::Impl::round_io(const parallel::W
 
 Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, const RoundIo& io, parallel::FlushTimes& t) {
   auto& d = ds();
-  const int64_t bpf = d.idx_.blocks_per_file;
   constexpr int kBulkTag = 1, kBlockTag = 2;
   // The aggregated chunk's file space first, so that detached blocks land in their staged places. On an
   // error this rank still takes part in the exchange, and reports the error after it.
@@ -342,13 +337,13 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
     if (item.detached) {
       samples = send_buffer.data() + item.data_at;
       if (item.dest == rank) {
-        if (std::byte* p = place(st.field * bpf + format::slot_in_file(d.idx_, static_cast<int64_t>(item.block)))) samples = p;
+        if (std::byte* p = place(format::entry_in_file(d.idx_, st.field, item.block))) samples = p;
         own_samples.push_back(samples);
       }
     }
     parallel::write_record(d, st.field, st.time, st.box, st.data, item.block, send_buffer.data() + item.bulk_at, samples, t);
   }
-  const double t0 = now();
+  const double t0 = util::now_seconds();
   for (int r = 0; r < size; ++r) {
     const int64_t begin = io.send_bulk[static_cast<size_t>(r)], end = io.send_bulk[static_cast<size_t>(r) + 1];
     if (r != rank && end > begin) post(true, send_buffer.data() + begin, end - begin, r, kBulkTag);
@@ -356,7 +351,7 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
   for (const auto& item : io.items)
     if (item.detached && item.dest != rank) post(true, send_buffer.data() + item.data_at, item.data_bytes, item.dest, kBlockTag);
   parallel::wait_all(requests);
-  t.phases.aggregate += now() - t0;
+  t.phases.aggregate += util::now_seconds() - t0;
   // Records in rank order (a rank's own records in the order it staged them), this rank's from the send
   // buffer; each detached record gets the place its samples arrived at, in its sender's order.
   std::vector<parallel::Record> records;
@@ -372,7 +367,7 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
     for (size_t j = first; j < records.size() && s.is_ok(); ++j) {
       const parallel::PieceHeader& h = records[j].header;
       if (!h.detached) continue;
-      const int64_t entry = h.field * bpf + format::slot_in_file(d.idx_, static_cast<int64_t>(h.block));
+      const int64_t entry = format::entry_in_file(d.idx_, h.field, h.block);
       if (own && next_own < own_samples.size()) records[j].data = own_samples[next_own++];
       else if (!own && next_in < io.incoming.size() && io.incoming[next_in].source == r && io.incoming[next_in].entry == entry)
         records[j].data = landing[next_in++];
@@ -388,10 +383,10 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
 Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times, const parallel::WritePlan& plan,
                                      parallel::FlushTimes& t) {
   auto& d = ds();
-  double t0 = now();
+  double t0 = util::now_seconds();
   Status s = agree(comm, d.files_->prepare());
-  t.phases.write += now() - t0;
-  t0 = now();
+  t.phases.write += util::now_seconds() - t0;
+  t0 = util::now_seconds();
   if (s.is_ok()) s = agree(comm, d.files_->publish());
   if (!s.is_ok()) {
     d.files_->abort();
@@ -422,12 +417,12 @@ Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times, const pa
     d.idx_.time = next.time;
   }
   d.new_times_.clear();
-  t.phases.commit += now() - t0;
+  t.phases.commit += util::now_seconds() - t0;
   return Status::ok();
 }
 
 Result<WriteReport> ParallelDataset::Impl::flush() {
-  const double start = now();
+  const double start = util::now_seconds();
   auto& d = ds();
   parallel::FlushTimes t;
   const size_t levels = static_cast<size_t>(d.idx_.bitmask.max_level()) + 1;
@@ -436,7 +431,7 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
   t.level_blocks.assign(levels, 0);
   t.level_bytes.assign(levels, 0);
   // Every rank learns every staged box: (field, time, lo, hi) per box.
-  double t0 = now();
+  double t0 = util::now_seconds();
   std::vector<int64_t> mine;
   int64_t bytes = 0;
   for (const Staged& s : staged) {
@@ -476,7 +471,7 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
   if (ready.is_ok()) ready = reserve(send_buffer, static_cast<size_t>(send_max), "send");
   if (ready.is_ok()) ready = reserve(recv_buffer, static_cast<size_t>(recv_max), "receive");
   Status s = agree(comm, ready);
-  t.phases.restructure += now() - t0;
+  t.phases.restructure += util::now_seconds() - t0;
   Status failed;  // this rank's first error in the rounds: it keeps taking part, the ranks agree after
   for (size_t r = 0; s.is_ok() && r < plan.rounds.size(); ++r) {
     Status round = exchange_round(plan, rounds[r], t);
@@ -489,7 +484,7 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
     return s;
   }
   HZIO_RETURN_IF_ERROR(commit(times, plan, t));
-  t.phases.total = now() - start;
+  t.phases.total = util::now_seconds() - start;
   int64_t total_bytes = 0;
   parallel::allreduce(&bytes, &total_bytes, 1, MPI_INT64_T, MPI_SUM, comm);
   report = reduce(plan, t, total_bytes);

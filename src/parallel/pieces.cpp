@@ -3,7 +3,6 @@
 #include "parallel/pieces.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <map>
 
@@ -11,11 +10,10 @@
 #include "hzorder/block_copy.hpp"
 #include "stats/block_stats.hpp"
 #include "stats/stats_file.hpp"
+#include "util/clock.hpp"
 
 namespace hzio::parallel {
 namespace {
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 int64_t range_count(const Point& lo, const Point& hi) { return (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]); }
 
@@ -61,7 +59,7 @@ std::byte* put_record(std::byte* out, const PieceHeader& h) {
 
 void write_record(const Dataset::Impl& ds, int field, int64_t time, const Box& box, const std::byte* data,
                   uint64_t block, std::byte* out, std::byte* samples, FlushTimes& times) {
-  const double t0 = now();
+  const double t0 = util::now_seconds();
   const auto& fc = ds.coding_[field];
   const hzorder::Run g = core::block_grid(*ds.space_, block);
   Point lo, hi, dlo, dhi;
@@ -93,17 +91,17 @@ void write_record(const Dataset::Impl& ds, int field, int64_t time, const Box& b
                                  fc.dtype.bytes()};
     for (const auto& run : ds.space_->block_runs(block, fc.layout))
       hzorder::copy_run(run, box, dst, src, hzorder::Direction::kArrayToBlock);
-    const double dt = now() - t0;
+    const double dt = util::now_seconds() - t0;
     times.phases.hz += dt;
     times.level_hz[static_cast<size_t>(ds.space_->level_of_block(block))] += dt;
     if (h.stats_bytes > 0) {
-      const double t1 = now();
+      const double t1 = util::now_seconds();
       const stats::BlockStats st = stats::compute_block_stats(*ds.space_, block, fc.layout, std::span<const std::byte>(dst, h.bytes),
                                                               fc.dtype, ds.idx_.box, ds.files_->stats_bits());
       const int comps = fc.dtype.components;
       std::byte* at = stats::write_range_record(stats_at, st.block, comps);
       for (const auto& part : st.parts) at = stats::write_range_record(at, part, comps);
-      times.phases.stats += now() - t1;
+      times.phases.stats += util::now_seconds() - t1;
     }
     return;
   }
@@ -113,7 +111,7 @@ void write_record(const Dataset::Impl& ds, int field, int64_t time, const Box& b
   }
   h.bytes = static_cast<uint64_t>(range_count(lo, hi)) * fc.dtype.bytes();
   gather_subgrid(g, lo, hi, box, data, fc.dtype.bytes(), put_record(out, h));
-  times.phases.restructure += now() - t0;
+  times.phases.restructure += util::now_seconds() - t0;
 }
 
 RecordShape record_shape(const Dataset::Impl& ds, int field, const Box& box, uint64_t block) {
@@ -255,10 +253,9 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
   const int64_t bpf = ds.idx_.blocks_per_file;
   std::map<int64_t, std::vector<const Record*>> by_entry;
   for (const Record& r : records) {
-    const int64_t slot = format::slot_in_file(ds.idx_, static_cast<int64_t>(r.header.block));
     if (r.header.time != chunk.time || format::first_block_of_file(ds.idx_, static_cast<int64_t>(r.header.block)) != chunk.first_block)
       continue;
-    const int64_t e = r.header.field * bpf + slot;
+    const int64_t e = format::entry_in_file(ds.idx_, r.header.field, r.header.block);
     if (e >= chunk.entry_begin && e < chunk.entry_end) by_entry[e].push_back(&r);
   }
   std::vector<int64_t> entries;
@@ -279,7 +276,7 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
     const uint64_t block = static_cast<uint64_t>(chunk.first_block + entries[i] % bpf);
     const auto& fc = ds.coding_[field];
     const auto& recs = by_entry[entries[i]];
-    const double t0 = now();
+    const double t0 = util::now_seconds();
     const std::byte* data = nullptr;
     const Record* carried = nullptr;  // the whole-block record whose statistics came with it
     if (last_whole(recs) == static_cast<int>(recs.size()) - 1) {  // the newest record is the whole block
@@ -289,7 +286,7 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
       errors[i] = assemble(ds, field, chunk.time, block, recs, raw[i]);
       data = raw[i].data();
     }
-    const double t1 = now();
+    const double t1 = util::now_seconds();
     hz[i] = t1 - t0;
     if (!errors[i].is_ok()) return;
     const std::span<const std::byte> bytes(data, ds.block_bytes(field));
@@ -302,24 +299,24 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
       } else {
         st[i] = stats::compute_block_stats(*ds.space_, block, fc.layout, bytes, fc.dtype, ds.idx_.box, ds.files_->stats_bits());
       }
-      sts[i] = now() - t1;
-      const double t2 = now();
+      sts[i] = util::now_seconds() - t1;
+      const double t2 = util::now_seconds();
       if (staged[i]) {
         if (bytes.data() != staged[i]) std::memcpy(staged[i], bytes.data(), bytes.size());  // else received in place
       } else {
         errors[i] = where[i].file->write_at(where[i].offset, bytes);
       }
       ds.files_->finish_reserved(field, chunk.time, block, &st[i]);
-      wr[i] = now() - t2;
+      wr[i] = util::now_seconds() - t2;
       return;
     }
     auto f = core::encode_block(fc, *ds.space_, ds.idx_.ndim, block, bytes, payload[i]);
     if (f.is_ok()) flags[i] = f.value();
     else errors[i] = f.status();
-    const double t2 = now();
+    const double t2 = util::now_seconds();
     zip[i] = t2 - t1;
     st[i] = core::stats_as_stored(fc, *ds.space_, ds.idx_.ndim, block, bytes, payload[i], ds.idx_.box, ds.files_->stats_bits());
-    sts[i] = now() - t2;
+    sts[i] = util::now_seconds() - t2;
   });
   // Staged blocks go to their files before anything moves the staging buffers.
   for (const Status& e : errors) HZIO_RETURN_IF_ERROR(e);
@@ -332,9 +329,9 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
     double dt = wr[i];
     int64_t stored = static_cast<int64_t>(ds.block_bytes(field));
     if (!raw_codec[i]) {
-      const double t0 = now();
+      const double t0 = util::now_seconds();
       HZIO_RETURN_IF_ERROR(ds.files_->append(field, chunk.time, block, payload[i], flags[i], &st[i]));
-      dt = now() - t0;
+      dt = util::now_seconds() - t0;
       stored = static_cast<int64_t>(payload[i].size());
     }
     times.phases.write += dt;

@@ -65,7 +65,7 @@ WritePlan make_write_plan(const format::IdxFile& idx, const hzorder::HzSpace& sp
       const int64_t first = format::first_block_of_file(idx, static_cast<int64_t>(block));
       Unit& u = units[{b.time, first}];
       u.holders.insert(b.rank);
-      u.entries.insert(b.field * idx.blocks_per_file + format::slot_in_file(idx, static_cast<int64_t>(block)));
+      u.entries.insert(format::entry_in_file(idx, b.field, block));
     }
   }
   plan.files = static_cast<int64_t>(units.size());

@@ -118,13 +118,6 @@ void reduce(const T* v, int comps, int c, uint64_t begin, uint64_t end, const st
 template <class T>
 void range_stats(const std::byte* data, int comps, uint64_t begin, uint64_t end, const std::vector<char>* mask,
                  RangeStats& out) {
-  // A block staged for a direct write can sit at any byte offset: typed loads need T's alignment.
-  thread_local std::vector<T> aligned;
-  if (reinterpret_cast<uintptr_t>(data) % alignof(T) != 0) {
-    aligned.resize(static_cast<size_t>(end) * static_cast<size_t>(comps));
-    std::memcpy(aligned.data(), data, aligned.size() * sizeof(T));
-    data = reinterpret_cast<const std::byte*>(aligned.data());
-  }
   const T* v = reinterpret_cast<const T*>(data);
   out.min.assign(static_cast<size_t>(comps), 0);
   out.max.assign(static_cast<size_t>(comps), 0);
@@ -176,6 +169,13 @@ BlockStats compute_block_stats(const hzorder::HzSpace& space, uint64_t block, La
     }
   }
   const std::vector<char>* m = mask.empty() ? nullptr : &mask;
+  // A block staged for a direct write can sit at any byte offset, and the passes below load typed
+  // samples: such a block is read from an aligned copy (heap memory suits every scalar type).
+  thread_local std::vector<std::byte> aligned;
+  if (reinterpret_cast<uintptr_t>(data.data()) % dtype.scalar_bytes() != 0) {
+    aligned.assign(data.begin(), data.end());
+    data = aligned;
+  }
   BlockStats s;
   if (sub_block_bits <= 0) {
     dispatch(dtype.scalar, data.data(), dtype.components, 0, n, m, s.block);
