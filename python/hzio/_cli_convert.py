@@ -39,7 +39,7 @@ def convert(args):
     hzio.Error, OSError
         From reading the input or writing the dataset.
     """
-    if os.path.exists(args.output) and not args.overwrite:
+    if os.path.isfile(args.output) and not args.overwrite:  # other path problems: hzio.create says what is wrong
         raise UsageError(f"dataset {args.output} exists; pass --overwrite to replace it")
     source, spatial, dtype_text = load_input(args.input, args.shape, args.dtype)
     show = sys.stderr.isatty() if args.progress is None else args.progress

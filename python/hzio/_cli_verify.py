@@ -18,19 +18,24 @@ def verify(args):
     Parameters
     ----------
     args : argparse.Namespace
-        ``dataset``, ``field`` and ``time`` (None: all), ``json`` (bool).
+        ``dataset``, ``field`` and ``time`` (None: all), ``json`` and ``allow_missing`` (bool).
 
     Returns
     -------
     int
-        0 when no block is corrupt, 1 otherwise. Missing blocks and files are not corruption; blocks
-        with a codec hzio does not implement (jpg, png) are listed as unsupported and do not fail.
+        0 when no block is corrupt and every timestep has data, 1 otherwise. Missing blocks and files
+        are not corruption (datasets may be written sparsely), but a timestep in which every block of
+        every checked field is missing holds no data at all, which is reported and fails unless
+        ``allow_missing``. Blocks with a codec hzio does not implement (jpg, png) are listed as
+        unsupported and do not fail.
     """
     with hzio.open(args.dataset) as ds:
         path = ds.path
         fields, times = selection(ds, args.field, args.time)
         tables = [verify_table(ds, f, t) for f in fields for t in times]
-    result = {"path": path, "ok": not any(t["corrupt"] for t in tables)}
+    empty = [t for t in times if not any(tb["present"] for tb in tables if tb["time"] == t)]
+    result = {"path": path, "ok": not any(t["corrupt"] for t in tables) and (args.allow_missing or not empty),
+              "empty_times": empty}
     for key in ("blocks", "present", "missing"):
         result[key] = sum(t[key] for t in tables)
     for key in ("missing_files", "corrupt", "unsupported"):
@@ -100,8 +105,13 @@ def print_verify(result):
                 where = "header table" if p["block"] is None else f"block {p['block']} (level {p['level']})"
                 place = f" in {p['file']}" if p["file"] and p["file"] not in p["reason"] else ""
                 print(f"    {kind} {where}{place}: {p['reason']}")
+    if result["empty_times"]:
+        shown = ", ".join(map(str, result["empty_times"][:_LIST_LIMIT]))
+        more = ", ..." if len(result["empty_times"]) > _LIST_LIMIT else ""
+        print(f"EMPTY: no block of any checked field is present in timestep(s) {shown}{more} "
+              "(data files missing or never written; --allow-missing accepts this)")
     if result["ok"]:
         unchecked = f", {result['unsupported']} unsupported not decoded" if result["unsupported"] else ""
         print(f"OK: {result['present']} present blocks, none corrupt ({result['missing']} missing{unchecked})")
-    else:
+    elif result["corrupt"]:
         print(f"CORRUPT: {result['corrupt']} corrupt blocks or header tables ({result['present']} present blocks)")

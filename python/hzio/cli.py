@@ -116,13 +116,15 @@ def _add_convert(sub):
 
 
 def _add_verify(sub):
-    p = _add_command(sub, "verify", verify, "decode every block; exit 1 if any is corrupt",
+    p = _add_command(sub, "verify", verify, "decode every block; exit 1 if any is corrupt or a timestep has no data",
                      "Decode every present block of every field and timestep (or the given ones) and report\n"
                      "present, missing and corrupt blocks and missing files. Exit status: 0 no corruption, "
-                     "1 corrupt\nblocks found (missing blocks are not corruption), 2 usage error or unreadable "
-                     "dataset.")
+                     "1 corrupt\nblocks found or a timestep without any present block (other missing blocks are "
+                     "not\ncorruption), 2 usage error or unreadable dataset.")
     p.add_argument("dataset", metavar="DATASET", help="the .idx file")
     _add_selection(p, all_by_default=True)
+    p.add_argument("--allow-missing", action="store_true",
+                   help="accept timesteps in which every block is missing (exit 0 if nothing is corrupt)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

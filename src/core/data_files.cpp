@@ -174,8 +174,8 @@ Result<std::optional<std::pair<uint64_t, uint32_t>>> DataFiles::file_identity(in
 }
 
 Result<DataFiles::Pending*> DataFiles::pending(const Key& key) {
-  auto& slot = pending_[key];
-  if (slot) return slot.get();
+  if (auto it = pending_.find(key); it != pending_.end()) return it->second.get();
+  // Made whole before it is entered: abort() and prepare() may meet any entry of pending_.
   auto p = std::make_unique<Pending>();
   HZIO_ASSIGN_OR_RETURN(p->final_path, format::data_file_path(*idx_, idx_dir_, static_cast<int64_t>(key.second), key.first));
   HZIO_RETURN_IF_ERROR(io::make_dirs(io::parent_dir(p->final_path)));
@@ -194,8 +194,7 @@ Result<DataFiles::Pending*> DataFiles::pending(const Key& key) {
     p->tail.assign(static_cast<size_t>(p->end - p->stage_base), std::byte{0});
     p->sent = p->end;
   }
-  slot = std::move(p);
-  return slot.get();
+  return pending_.emplace(key, std::move(p)).first->second.get();
 }
 
 Status DataFiles::make_stage(Pending& p, uint64_t end) {
@@ -437,11 +436,7 @@ Status DataFiles::prepare_locked() {
     if (!p->ready_path.empty()) continue;
     Status s = finish(key, *p);
     if (!s.is_ok()) {
-      for (auto& [k, q] : pending_) {
-        (void)io::remove_path(q->log_path);
-        if (!q->ready_path.empty()) (void)io::remove_path(q->ready_path);
-      }
-      pending_.clear();
+      remove_pending_files();
       return s;
     }
   }
@@ -470,7 +465,12 @@ Status DataFiles::publish() {
 
 void DataFiles::abort() {
   std::lock_guard lock(mutex_);
+  remove_pending_files();
+}
+
+void DataFiles::remove_pending_files() {
   for (auto& [key, p] : pending_) {
+    if (p->in_flight.valid()) (void)p->in_flight.get();  // the writer thread must not outlive its log
     (void)io::remove_path(p->log_path);
     if (!p->ready_path.empty()) (void)io::remove_path(p->ready_path);
     if (!p->stats_ready_path.empty()) (void)io::remove_path(p->stats_ready_path);

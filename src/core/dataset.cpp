@@ -2,9 +2,13 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <map>
 
 #include "core/dataset_impl.hpp"
+#include "core/dataset_path.hpp"
+#include "format/file_name.hpp"
+#include "format/idx_text.hpp"
 #include "hzorder/block_copy.hpp"
 #include "io/posix_file.hpp"
 #include "util/large_buffer.hpp"
@@ -64,6 +68,34 @@ Status Dataset::Impl::check_box(const Box& box, const char* what) const {
 }
 
 Status Dataset::Impl::commit() {
+  Status s = commit_pending();
+  if (!s.is_ok()) discard_uncommitted();
+  else uncommitted_create_ = false;
+  return s;
+}
+
+void Dataset::Impl::discard_uncommitted() {
+  files_->abort();
+  dirty_.clear();
+  dirty_bytes_ = 0;
+  new_times_.clear();
+  pending_times_ = {};
+  pending_levels_.clear();
+  pending_bytes_ = 0;
+}
+
+void Dataset::Impl::remove_uncommitted_create() {
+  if (!uncommitted_create_) return;
+  uncommitted_create_ = false;
+  discard_uncommitted();
+  (void)io::remove_path(path_);
+  if (auto names = format::DataFileNames::of(idx_, dir_); names.is_ok() && names->root() != dir_) {
+    (void)io::remove_empty_dirs(names->root(), true);
+  }
+  for (auto it = created_dirs_.rbegin(); it != created_dirs_.rend(); ++it) (void)io::remove_path(*it);
+}
+
+Status Dataset::Impl::commit_pending() {
   HZIO_RETURN_IF_ERROR(flush_dirty());
   const bool new_time = !new_times_.empty();
   if (!files_->has_pending() && !new_time) {
@@ -131,12 +163,19 @@ Status check_create(const CreateOptions& o) {
     for (size_t j = 0; j < i; ++j) {
       if (o.fields[j].name == name) return invalid_argument("field '" + name + "' is given twice");
     }
+    // The .idx text carries default values as decimal numbers read back exactly; fills cast them to the dtype.
+    const double v = o.fields[i].default_value;
+    if (!format::holds_value(o.fields[i].dtype, v, true)) {
+      return invalid_argument("field '" + name + "': default value " + (std::isfinite(v) ? format::format_number(v) : std::to_string(v)) +
+                              " is not a value of " + o.fields[i].dtype.to_string());
+    }
   }
   return Status::ok();
 }
 
 Result<format::IdxFile> idx_for(const std::string& path, const CreateOptions& o) {
   HZIO_RETURN_IF_ERROR(check_create(o));
+  HZIO_ASSIGN_OR_RETURN(std::string folder, core::data_folder_name(path));
   format::IdxFile idx;
   const int ndim = static_cast<int>(o.dims.size());
   Point dims{1, 1, 1};
@@ -187,6 +226,7 @@ Result<format::IdxFile> idx_for(const std::string& path, const CreateOptions& o)
     }
   }
   HZIO_RETURN_IF_ERROR(idx.validate(path));
+  idx.filename_template = format::default_filename_template(folder, idx.bitmask.max_level() - idx.bits_per_block);
   int sub_block_bits = o.stats_sub_block_bits;
   if (sub_block_bits == CreateOptions::kAutoSubBlocks) sub_block_bits = std::clamp(idx.bits_per_block - 12, 0, 16);
   if (sub_block_bits < 0 || sub_block_bits > std::min(idx.bits_per_block, 16)) {
@@ -194,6 +234,7 @@ Result<format::IdxFile> idx_for(const std::string& path, const CreateOptions& o)
                             std::to_string(std::min(idx.bits_per_block, 16)) + "] (or -1, automatic)");
   }
   idx.set_extra("hzio stats", "v1 sub_block_bits=" + std::to_string(sub_block_bits));
+  if (Status back = idx.check_writes_back(path); !back.is_ok()) return invalid_argument(back.message());
   return idx;
 }
 
@@ -208,20 +249,23 @@ Dataset::~Dataset() {
 Result<std::unique_ptr<Dataset>> Dataset::create(const std::string& path_in, const CreateOptions& options,
                                                  const OpenOptions& open_options) {
   const std::string path = io::absolute_path(path_in);
+  // Everything is checked before anything on disk changes.
   HZIO_ASSIGN_OR_RETURN(format::IdxFile idx, idx_for(path, options));
-  if (io::file_exists(path)) {
-    if (!options.overwrite) return invalid_argument("dataset " + path + " exists (pass overwrite to replace it)");
-    std::string data_dir = path.substr(0, path.size() - (path.ends_with(".idx") ? 4 : 0));
-    if (idx.filename_template.rfind("./" + data_dir.substr(data_dir.find_last_of('/') + 1) + "/", 0) == 0) {
-      HZIO_RETURN_IF_ERROR(io::remove_tree(data_dir));
-    }
-  }
-  HZIO_RETURN_IF_ERROR(io::make_dirs(io::parent_dir(path)));
-  HZIO_RETURN_IF_ERROR(io::replace_file_atomically(path, idx.to_text(), open_options.durable));
   OpenOptions o = open_options;
   o.writable = true;
-  auto impl = std::make_unique<Impl>(path, std::move(idx), o);
+  auto impl = std::make_unique<Impl>(path, idx, o);
   HZIO_RETURN_IF_ERROR(impl->init_fields());
+  HZIO_ASSIGN_OR_RETURN(core::CreatePlan plan, core::plan_create(path, idx, options.overwrite));
+  std::vector<std::string> made;
+  Status s = io::make_dirs(io::parent_dir(path), &made);
+  if (s.is_ok()) s = core::remove_replaced(plan);
+  if (s.is_ok()) s = io::replace_file_atomically(path, idx.to_text(), open_options.durable);
+  if (!s.is_ok()) {
+    for (auto it = made.rbegin(); it != made.rend(); ++it) (void)io::remove_path(*it);
+    return s;
+  }
+  impl->created_dirs_ = std::move(made);
+  impl->uncommitted_create_ = true;
   return std::unique_ptr<Dataset>(new Dataset(std::move(impl)));
 }
 
@@ -229,6 +273,7 @@ Result<std::unique_ptr<Dataset>> Dataset::open(const std::string& path_in, const
   const std::string path = io::absolute_path(path_in);
   HZIO_ASSIGN_OR_RETURN(std::string text, io::read_text_file(path));
   HZIO_ASSIGN_OR_RETURN(format::IdxFile idx, format::IdxFile::parse(text, path));
+  if (options.writable) HZIO_RETURN_IF_ERROR(idx.check_writes_back(path));
   auto impl = std::make_unique<Impl>(path, std::move(idx), options);
   HZIO_RETURN_IF_ERROR(impl->init_fields());
   return std::unique_ptr<Dataset>(new Dataset(std::move(impl)));
@@ -296,17 +341,15 @@ Status Dataset::flush() {
 Status Dataset::close() {
   if (impl_->closed_) return invalid_argument("dataset " + impl_->path_ + " is closed");
   Status s = impl_->options_.writable ? impl_->commit() : Status::ok();
-  if (!s.is_ok()) impl_->files_->abort();
+  if (!s.is_ok()) impl_->remove_uncommitted_create();
   impl_->files_->forget_stored();  // release file handles and mappings now, not when the object dies
   impl_->closed_ = true;
   return s;
 }
 
 void Dataset::abandon() {
-  impl_->dirty_.clear();
-  impl_->dirty_bytes_ = 0;
-  impl_->new_times_.clear();
-  impl_->files_->abort();
+  impl_->discard_uncommitted();
+  impl_->remove_uncommitted_create();
   impl_->closed_ = true;
 }
 

@@ -57,7 +57,15 @@ class Dataset::Impl {
   void place_block(uint64_t block, Layout layout, const std::byte* data, const Box& box, int level, int min_level,
                    const hzorder::ArrayView& view) const;
   Status flush_dirty();
+  // Commits every write since the last commit. On failure, drops them all (the dataset stays as last
+  // committed, and times() says so).
   Status commit();
+  Status commit_pending();
+  // Drops every write since the last commit: logs, held partial blocks, new timesteps.
+  void discard_uncommitted();
+  // Removes a dataset this object created that never committed: its .idx, and the folders of its data
+  // and of its path that create made and that are empty.
+  void remove_uncommitted_create();
 
   std::string path_;
   std::string dir_;
@@ -70,6 +78,9 @@ class Dataset::Impl {
   util::ThreadPool pool_;
   bool closed_ = false;
   std::set<int64_t> new_times_;
+  // Set by create until the first commit succeeds; created_dirs_: the folders create made for the .idx.
+  bool uncommitted_create_ = false;
+  std::vector<std::string> created_dirs_;
 
   // Timings of the writes since the last commit, and the report of the last commit.
   PhaseTimes pending_times_;

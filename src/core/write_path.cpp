@@ -69,10 +69,7 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
   pending_bytes_ += static_cast<int64_t>(box.sample_count() * fc.dtype.bytes());
   auto fail = [&](const Status& s) {
     // A half-written batch cannot be committed: drop everything uncommitted, keep the committed state.
-    files_->abort();
-    dirty_.clear();
-    dirty_bytes_ = 0;
-    new_times_.clear();
+    discard_uncommitted();
     return Status(s.code(), s.message() + " (uncommitted writes to " + path_ + " were discarded)");
   };
   for (size_t start = 0; start < blocks.size(); start += batch) {

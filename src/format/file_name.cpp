@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <vector>
 
 namespace hzio::format {
@@ -18,6 +19,28 @@ std::string hex(uint64_t v, int digits) {
   std::string s(static_cast<size_t>(digits), '0');
   for (int i = digits - 1; i >= 0; --i, v >>= 4) s[static_cast<size_t>(i)] = kHex[v & 15];
   return s;
+}
+
+// The %0Nx fields of a (filename_template). Errors: kFormat.
+Result<std::vector<TemplateField>> template_fields(const std::string& t) {
+  std::vector<TemplateField> fields;
+  for (size_t i = t.find('%'); i != std::string::npos; i = t.find('%', i + 1)) {
+    if (i + 3 >= t.size() || t[i + 1] != '0' || !std::isdigit(static_cast<unsigned char>(t[i + 2])) ||
+        t[i + 3] != 'x' || t[i + 2] == '0') {
+      return format_error("(filename_template) '" + t + "': fields must be %0Nx with one digit N");
+    }
+    fields.push_back({i, t[i + 2] - '0'});
+  }
+  return fields;
+}
+
+// A template's name with a leading "./" and $(CurrentFileDirectory) resolved against the .idx's folder.
+std::string resolve(std::string name, const std::string& idx_dir) {
+  static const std::string kDirVar = "$(CurrentFileDirectory)";
+  if (size_t at = name.find(kDirVar); at != std::string::npos) name.replace(at, kDirVar.size(), idx_dir);
+  if (name.rfind("./", 0) == 0) return idx_dir + name.substr(1);
+  if (!name.empty() && name[0] != '/') return idx_dir + "/" + name;
+  return name;
 }
 
 }  // namespace
@@ -51,14 +74,7 @@ Result<std::string> format_time(const std::string& tmpl, int64_t time) {
 
 Result<std::string> data_file_path(const IdxFile& idx, const std::string& idx_dir, int64_t first_block, int64_t time) {
   const std::string& t = idx.filename_template;
-  std::vector<TemplateField> fields;
-  for (size_t i = t.find('%'); i != std::string::npos; i = t.find('%', i + 1)) {
-    if (i + 3 >= t.size() || t[i + 1] != '0' || !std::isdigit(static_cast<unsigned char>(t[i + 2])) ||
-        t[i + 3] != 'x' || t[i + 2] == '0') {
-      return format_error("(filename_template) '" + t + "': fields must be %0Nx with one digit N");
-    }
-    fields.push_back({i, t[i + 2] - '0'});
-  }
+  HZIO_ASSIGN_OR_RETURN(std::vector<TemplateField> fields, template_fields(t));
   std::string time_part;
   if (idx.time.declared && !idx.time.template_text.empty()) {
     HZIO_ASSIGN_OR_RETURN(time_part, format_time(idx.time.template_text, time));
@@ -85,11 +101,77 @@ Result<std::string> data_file_path(const IdxFile& idx, const std::string& idx_di
     }
     name = t.substr(0, fields[0].at) + time_part + extra + tail;
   }
-  static const std::string kDirVar = "$(CurrentFileDirectory)";
-  if (size_t at = name.find(kDirVar); at != std::string::npos) name.replace(at, kDirVar.size(), idx_dir);
-  if (name.rfind("./", 0) == 0) name = idx_dir + name.substr(1);
-  else if (!name.empty() && name[0] != '/') name = idx_dir + "/" + name;
-  return name;
+  return resolve(std::move(name), idx_dir);
 }
+
+namespace {
+
+std::string regex_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c != 0 && std::strchr(".^$|()[]{}*+?\\", c)) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<DataFileNames> DataFileNames::of(const IdxFile& idx, const std::string& idx_dir) {
+  // Build the name as data_file_path does, with a marker for each variable part, then turn the
+  // markers into patterns: \x01 a time, \x02 N hex digits (N follows), \x03 the extra folders.
+  const std::string& t = idx.filename_template;
+  for (const std::string* text : {&t, &idx.time.template_text, &idx_dir}) {
+    if (text->find_first_of("\x01\x02\x03") != std::string::npos) return format_error("a file name template has control characters");
+  }
+  const bool timed = idx.time.declared && !idx.time.template_text.empty();
+  std::string time_part;
+  if (timed) {
+    HZIO_ASSIGN_OR_RETURN(time_part, format_time(idx.time.template_text, 0));
+    const size_t pct = idx.time.template_text.find('%');
+    if (pct != std::string::npos) {
+      size_t end = idx.time.template_text.find_first_of("di", pct);
+      time_part = idx.time.template_text.substr(0, pct) + "\x01" + idx.time.template_text.substr(end + 1);
+    }
+  }
+  HZIO_ASSIGN_OR_RETURN(std::vector<TemplateField> fields, template_fields(t));
+  std::string name;
+  if (fields.empty()) {
+    name = t;
+    size_t slash = name.find_last_of('/');
+    name.insert(slash == std::string::npos ? 0 : slash + 1, time_part);
+  } else {
+    std::string tail;
+    size_t end = t.size();
+    for (size_t k = fields.size(); k-- > 0;) {
+      tail = "\x02" + std::string(1, static_cast<char>('0' + fields[k].digits)) + t.substr(fields[k].at + 4, end - fields[k].at - 4) + tail;
+      end = fields[k].at;
+    }
+    name = t.substr(0, fields[0].at) + time_part + "\x03" + tail;
+  }
+  name = resolve(name, idx_dir);
+  DataFileNames out;
+  const size_t first_var = name.find_first_of("\x01\x02\x03");
+  const size_t root_end = name.find_last_of('/', first_var == std::string::npos ? name.size() : first_var);
+  out.root_ = root_end == std::string::npos || root_end == 0 ? "/" : name.substr(0, root_end);
+  std::string pattern;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] == '\x01') pattern += "[ ]*-?[0-9]+";
+    else if (name[i] == '\x02') pattern += "[0-9a-f]{" + std::string(1, name[++i]) + "}";
+    else if (name[i] == '\x03') pattern += "(?:[0-9a-f]{" + std::to_string(fields[0].digits) + "}/)*";
+    else pattern += regex_escape(std::string_view(&name[i], 1));
+    if (i > root_end && name[i] == '/') ++out.depth_;
+  }
+  if (!fields.empty()) out.depth_ += 64 / (4 * fields[0].digits) + 1;  // extra folders for large block ids
+  pattern += "(?:\\.hzstats)?(?:\\.(?:log|tmp)\\.[0-9]+)?";
+  try {
+    out.pattern_ = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error&) {
+    return format_error("(filename_template) '" + t + "' cannot be matched");
+  }
+  return out;
+}
+
+bool DataFileNames::matches(const std::string& path) const { return std::regex_match(path, pattern_); }
 
 }  // namespace hzio::format

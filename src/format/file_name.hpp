@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <regex>
 #include <string>
 
 #include "format/idx_file.hpp"
@@ -22,6 +23,26 @@ inline int64_t entry_in_file(const IdxFile& idx, int field, uint64_t block) {
 // leading "./" and $(CurrentFileDirectory) resolved against `idx_dir`. Errors: kFormat for a malformed
 // template field (each must be %0Nx with one digit N).
 Result<std::string> data_file_path(const IdxFile& idx, const std::string& idx_dir, int64_t first_block, int64_t time);
+
+// The set of paths a dataset's templates name: its data files at every timestep, and the files hzio
+// keeps next to them (statistics sidecars, write logs and temporary files of a commit). Lets overwrite
+// and create tell a dataset's own files from anything else in a folder.
+class DataFileNames {
+ public:
+  // Local. Errors: kFormat for a malformed template (as data_file_path).
+  static Result<DataFileNames> of(const IdxFile& idx, const std::string& idx_dir);
+  // Local, thread-safe. Whether `path` (absolute and lexically normal, as data_file_path gives) is
+  // one of the names.
+  bool matches(const std::string& path) const;
+  // Local. The deepest folder that holds every name, and how many folder levels below it names go.
+  const std::string& root() const { return root_; }
+  int depth() const { return depth_; }
+
+ private:
+  std::regex pattern_;
+  std::string root_;
+  int depth_ = 0;
+};
 
 // Local. Formats a time template such as "time_%04d/" for one timestep. Errors: kFormat.
 Result<std::string> format_time(const std::string& time_template, int64_t time);

@@ -2,6 +2,8 @@
 #include "format/idx_file.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 
 #include "format/idx_text.hpp"
@@ -33,17 +35,18 @@ std::vector<std::pair<std::string, std::string>> split_keys(std::string_view tex
   return out;
 }
 
-std::string base_name(std::string_view path) {
-  size_t slash = path.find_last_of('/');
-  std::string name(slash == std::string_view::npos ? path : path.substr(slash + 1));
-  if (name.size() > 4 && name.substr(name.size() - 4) == ".idx") name.resize(name.size() - 4);
+}  // namespace
+
+std::string default_data_folder(std::string_view idx_name) {
+  const size_t slash = idx_name.find_last_of('/');
+  std::string name(slash == std::string_view::npos ? idx_name : idx_name.substr(slash + 1));
+  const size_t dot = name.find_last_of('.');
+  if (dot != std::string::npos && dot > 0) name.resize(dot);
   return name;
 }
 
-}  // namespace
-
-std::string default_filename_template(std::string_view idx_name, int block_bits) {
-  std::string t = "./" + base_name(idx_name);
+std::string default_filename_template(std::string_view folder, int block_bits) {
+  std::string t = "./" + std::string(folder);
   while (block_bits > 16) {
     t += "/%02x";
     block_bits -= 8;
@@ -142,7 +145,7 @@ Status IdxFile::validate(std::string_view idx_name) {
   const int maxh = bitmask.max_level();
   if (bits_per_block <= 0) bits_per_block = std::min(maxh, 16);
   bits_per_block = std::min(bits_per_block, maxh);
-  if (filename_template.empty()) filename_template = default_filename_template(idx_name, maxh - bits_per_block);
+  if (filename_template.empty()) filename_template = default_filename_template(default_data_folder(idx_name), maxh - bits_per_block);
   if (blocks_per_file == -1) blocks_per_file = total_blocks();
   if (blocks_per_file == 0) {
     if (filename_template.find('%') == std::string::npos) {
@@ -161,7 +164,72 @@ Status IdxFile::validate(std::string_view idx_name) {
       std::count(time.template_text.begin(), time.template_text.end(), '%') != 1) {
     return format_error(where + "(time) template '" + time.template_text + "' needs exactly one %d field");
   }
+  for (const auto& fd : fields) {
+    if (!holds_value(fd.dtype, fd.default_value, false)) {
+      return format_error(where + "field '" + fd.name + "': default_value(" + format_number(fd.default_value) +
+                          ") is outside the range of " + fd.dtype.to_string());
+    }
+  }
   return Status::ok();
+}
+
+bool holds_value(const DType& dtype, double v, bool exact) {
+  if (!std::isfinite(v)) return false;
+  auto in = [&](double lo, double hi_exclusive) { return v >= lo && v < hi_exclusive && (!exact || v == std::floor(v)); };
+  switch (dtype.scalar) {
+    case Scalar::kInt8: return in(-128, 128);
+    case Scalar::kUint8: return in(0, 256);
+    case Scalar::kInt16: return in(-32768, 32768);
+    case Scalar::kUint16: return in(0, 65536);
+    case Scalar::kInt32: return in(-2147483648.0, 2147483648.0);
+    case Scalar::kUint32: return in(0, 4294967296.0);
+    case Scalar::kInt64: return in(-9223372036854775808.0, 9223372036854775808.0);
+    case Scalar::kUint64: return in(0, 18446744073709551616.0);
+    case Scalar::kFloat32: return std::fabs(v) <= std::numeric_limits<float>::max();
+    case Scalar::kFloat64: return true;
+  }
+  return false;
+}
+
+namespace {
+
+// The first key or field on which two parsed .idx files differ, or "".
+std::string first_difference(const IdxFile& a, const IdxFile& b) {
+  if (a.fields.size() != b.fields.size()) return "(fields): " + std::to_string(a.fields.size()) + " fields read back as " + std::to_string(b.fields.size());
+  for (size_t i = 0; i < a.fields.size(); ++i) {
+    const FieldDesc &x = a.fields[i], &y = b.fields[i];
+    if (x.name != y.name || !(x.dtype == y.dtype) || x.compression != y.compression || x.layout != y.layout ||
+        !(x.default_value == y.default_value) || x.filter != y.filter || x.min_text != y.min_text ||
+        x.max_text != y.max_text || x.description != y.description) {
+      return "field '" + x.name + "'";
+    }
+  }
+  if (a.bitmask.text() != b.bitmask.text()) return "(bits)";
+  if (a.box.lo != b.box.lo || a.box.hi != b.box.hi) return "(box)";
+  if (a.bits_per_block != b.bits_per_block) return "(bitsperblock)";
+  if (a.blocks_per_file != b.blocks_per_file) return "(blocksperfile)";
+  if (a.interleave != b.interleave) return "(interleave block)";
+  if (a.filename_template != b.filename_template) return "(filename_template)";
+  if (a.time.declared != b.time.declared || a.time.any != b.time.any || a.time.template_text != b.time.template_text ||
+      a.time.ranges != b.time.ranges) {
+    return "(time)";
+  }
+  if (a.axis != b.axis) return "(axis)";
+  if (a.physic_box != b.physic_box) return "(physic_box)";
+  if (a.logic_to_physic != b.logic_to_physic) return "(logic_to_physic)";
+  if (a.missing_blocks != b.missing_blocks) return "(missing_blocks)";
+  if (a.extra != b.extra) return "a key hzio does not know";
+  return "";
+}
+
+}  // namespace
+
+Status IdxFile::check_writes_back(std::string_view idx_name) const {
+  auto back = parse(to_text(), idx_name);
+  const std::string what = back.is_ok() ? first_difference(*this, back.value()) : back.status().message();
+  if (what.empty()) return Status::ok();
+  return unsupported("file " + std::string(idx_name) + ": hzio cannot write this .idx back faithfully (" + what +
+                     " would not read back the same); open it read-only");
 }
 
 std::string IdxFile::to_text() const {
@@ -171,8 +239,8 @@ std::string IdxFile::to_text() const {
   }
   out += "\n";
   if (!axis.empty()) out += "(axis)\n" + axis + "\n";
+  if (!physic_box.empty()) out += "(physic_box)\n" + physic_box + "\n";
   if (!logic_to_physic.empty()) out += "(logic_to_physic)\n" + logic_to_physic + "\n";
-  else if (!physic_box.empty()) out += "(physic_box)\n" + physic_box + "\n";
   out += "(fields)\n" + fields_to_text(fields) + "\n";
   out += "(bits)\n" + bitmask.text() + "\n";
   out += "(bitsperblock)\n" + std::to_string(bits_per_block) + "\n";

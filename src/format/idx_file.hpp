@@ -68,6 +68,9 @@ struct IdxFile {
   Status validate(std::string_view idx_name);
   // Local. The text form, keys in the OpenVisus writer's order, unknown keys last.
   std::string to_text() const;
+  // Local. Checks that to_text() parses back to this same metadata, so that a commit that rewrites the
+  // .idx loses nothing. Errors: kUnsupported naming the first key or field that would not read back.
+  Status check_writes_back(std::string_view idx_name) const;
 
   int64_t total_blocks() const { return int64_t{1} << (bitmask.max_level() - bits_per_block); }
   int64_t samples_per_block() const { return int64_t{1} << bits_per_block; }
@@ -79,7 +82,15 @@ struct IdxFile {
   void set_extra_line(std::string line, std::string value);
 };
 
-// Local. The default (filename_template) for an .idx path and block-number bit count.
-std::string default_filename_template(std::string_view idx_name, int block_bits);
+// Local. Whether every sample of `dtype` can take `value`: finite and within the scalar's range; with
+// `exact`, also representable without rounding to a whole number for integer scalars.
+bool holds_value(const DType& dtype, double value, bool exact);
+
+// Local. The data folder OpenVisus assumes when a .idx has no (filename_template): the .idx file name
+// without its extension (docs/format.md "File names").
+std::string default_data_folder(std::string_view idx_name);
+// Local. The default (filename_template) for a data folder name (relative to the .idx) and a
+// block-number bit count.
+std::string default_filename_template(std::string_view folder, int block_bits);
 
 }  // namespace hzio::format

@@ -15,10 +15,10 @@
 #include <filesystem>
 #include <vector>
 
+#include "io/fault_injection.hpp"
+
 namespace hzio::io {
 namespace {
-
-std::atomic<int64_t> g_write_budget{-1};
 
 Status os_error(const std::string& what, const std::string& path, int err) {
   std::string reason = err == ENOSPC ? "disk full (ENOSPC)" : std::strerror(err);
@@ -35,19 +35,15 @@ Status sync_dir(const std::string& dir) {
   return rc == 0 ? Status::ok() : os_error("fsync directory", dir, err);
 }
 
-// pwrite until all of `data` is written, honouring the test hook's write budget. `failed_errno` (if
-// given) receives the errno of a failed pwrite.
+// pwrite until all of `data` is written, honouring the test hook's faults. `failed_errno` (if given)
+// receives the errno of a failed pwrite.
 Status pwrite_all(int fd, const std::string& path, uint64_t offset, std::span<const std::byte> data,
                   int* failed_errno = nullptr) {
   size_t done = 0;
   while (done < data.size()) {
-    size_t chunk = data.size() - done;
-    int64_t budget = g_write_budget.load();
-    if (budget >= 0) {
-      if (budget == 0) return os_error("write", path, ENOSPC);
-      chunk = std::min<size_t>(chunk, static_cast<size_t>(budget));
-      g_write_budget -= static_cast<int64_t>(chunk);
-    }
+    int fault = 0;
+    const size_t chunk = static_cast<size_t>(fault_write_allowance(path, data.size() - done, &fault));
+    if (chunk == 0) return os_error("write", path, fault);
     ssize_t n = ::pwrite(fd, data.data() + done, chunk, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
@@ -100,8 +96,9 @@ Result<File> File::open(const std::string& path, Mode mode) {
   if (mode == Mode::kRead) flags |= O_RDONLY;
   if (mode == Mode::kReadWrite) flags |= O_RDWR;
   if (mode == Mode::kCreate) flags |= O_RDWR | O_CREAT | O_TRUNC;
-  int fd = ::open(path.c_str(), flags, 0644);
-  if (fd < 0) return os_error("open", path, errno);
+  const int fault = mode == Mode::kCreate ? fault_error(FaultOp::kCreate, path) : 0;
+  int fd = fault ? -1 : ::open(path.c_str(), flags, 0644);
+  if (fd < 0) return os_error(mode == Mode::kCreate ? "create" : "open", path, fault ? fault : errno);
   File f;
   f.fd_ = fd;
   f.path_ = path;
@@ -143,8 +140,8 @@ bool File::enable_direct() {
 Status File::write_direct_at(uint64_t offset, std::span<const std::byte> data) {
   const bool aligned = offset % kDirectAlign == 0 && data.size() % kDirectAlign == 0 &&
                        reinterpret_cast<uintptr_t>(data.data()) % kDirectAlign == 0;
-  // Under the test hook's write budget, writes may stop at any byte: only the page cache path allows that.
-  if (direct_fd_ < 0 || !aligned || direct_refused_.load() || g_write_budget.load() >= 0) return write_at(offset, data);
+  // Under the test hook's faults, writes may stop at any byte: only the page cache path allows that.
+  if (direct_fd_ < 0 || !aligned || direct_refused_.load() || fault_armed()) return write_at(offset, data);
   int err = 0;
   Status s = pwrite_all(direct_fd_, path_, offset, data, &err);
   if (s.is_ok() || err != EINVAL) return s;
@@ -159,6 +156,7 @@ Status File::truncate(uint64_t size) {
 }
 
 Status File::sync() {
+  if (const int fault = fault_error(FaultOp::kSync, path_)) return os_error("fsync", path_, fault);
   if (::fsync(fd_) != 0) return os_error("fsync", path_, errno);
   return Status::ok();
 }
@@ -307,14 +305,64 @@ Status replace_file_atomically(const std::string& path, std::string_view text, b
 }
 
 Status rename_file(const std::string& from, const std::string& to, bool durable) {
+  if (const int fault = fault_error(FaultOp::kRename, to)) return os_error("rename to " + to + " from", from, fault);
   if (::rename(from.c_str(), to.c_str()) != 0) return os_error("rename to " + to + " from", from, errno);
   return durable ? sync_dir(parent_dir(to)) : Status::ok();
 }
 
-Status make_dirs(const std::string& dir) {
+Status make_dirs(const std::string& dir, std::vector<std::string>* created) {
+  std::vector<std::string> missing;
+  for (std::filesystem::path p(dir); !p.empty() && p != p.root_path(); p = p.parent_path()) {
+    const PathKind kind = path_kind(p.string());
+    if (kind == PathKind::kDirectory) break;
+    if (kind != PathKind::kMissing) return io_error("cannot create folder " + dir + ": " + p.string() + " is in the way (not a folder)");
+    missing.push_back(p.string());
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0777) != 0 && errno != EEXIST) return os_error("create folder", *it, errno);
+    if (created) created->push_back(*it);
+  }
+  return Status::ok();
+}
+
+PathKind path_kind(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return errno == ENOENT && ::lstat(path.c_str(), &st) != 0 ? PathKind::kMissing : PathKind::kOther;
+  }
+  if (S_ISDIR(st.st_mode)) return PathKind::kDirectory;
+  return S_ISREG(st.st_mode) ? PathKind::kFile : PathKind::kOther;
+}
+
+Result<std::vector<std::string>> list_files(const std::string& dir, int max_depth) {
+  std::vector<std::string> out;
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return io_error("create directory " + dir + ": " + ec.message());
+  std::filesystem::recursive_directory_iterator it(dir, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec) && !it->is_symlink(ec)) {
+      if (it.depth() >= max_depth) it.disable_recursion_pending();
+      continue;
+    }
+    out.push_back(it->path().lexically_normal().string());
+  }
+  if (ec) return io_error("list folder " + dir + ": " + ec.message());
+  return out;
+}
+
+Status remove_empty_dirs(const std::string& dir, bool remove_dir) {
+  if (path_kind(dir) != PathKind::kDirectory) return Status::ok();
+  std::error_code ec;
+  std::vector<std::string> dirs;
+  std::filesystem::recursive_directory_iterator it(dir, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec) && !it->is_symlink(ec)) dirs.push_back(it->path().string());
+  }
+  if (ec) return io_error("list folder " + dir + ": " + ec.message());
+  std::sort(dirs.begin(), dirs.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  if (remove_dir) dirs.push_back(dir);
+  for (const auto& d : dirs) {
+    if (::rmdir(d.c_str()) != 0 && errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT) return os_error("remove folder", d, errno);
+  }
   return Status::ok();
 }
 
@@ -347,7 +395,5 @@ std::string absolute_path(const std::string& path) {
   auto p = std::filesystem::absolute(path, ec);
   return (ec ? std::filesystem::path(path) : p).lexically_normal().string();
 }
-
-void set_write_fault_after_bytes(int64_t bytes) { g_write_budget = bytes; }
 
 }  // namespace hzio::io

@@ -1,5 +1,5 @@
 // POSIX file access for the data and .idx files: positional reads and writes, sync, atomic rename,
-// and a write-fault hook that lets tests simulate a full disk. Layer: io (depends on util).
+// folders. Tests make its operations fail through fault_injection.hpp. Layer: io (depends on util).
 #pragma once
 
 #include <atomic>
@@ -8,6 +8,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "hzio/status.hpp"
 
@@ -93,19 +94,25 @@ Result<std::string> read_text_file(const std::string& path, size_t max_bytes = 6
 Status replace_file_atomically(const std::string& path, std::string_view text, bool durable);
 // Local. rename(2), then (if durable) fsync of the destination directory. Errors: kIo.
 Status rename_file(const std::string& from, const std::string& to, bool durable);
-// Local. mkdir -p. Errors: kIo.
-Status make_dirs(const std::string& dir);
 bool file_exists(const std::string& path);
 // Local. Removes a file or an empty directory if present. Errors: kIo.
 Status remove_path(const std::string& path);
 // Local. Removes a directory tree if present. Errors: kIo.
 Status remove_tree(const std::string& path);
 std::string parent_dir(const std::string& path);
+enum class PathKind { kMissing, kFile, kDirectory, kOther };
+// Local. What is at `path` (symbolic links followed; a dangling link is kOther).
+PathKind path_kind(const std::string& path);
+// Local. Every entry below `dir` that is not a folder (files, links, special files), at most
+// `max_depth` folder levels down, without following links to folders. Errors: kIo.
+Result<std::vector<std::string>> list_files(const std::string& dir, int max_depth);
+// Local. Removes the folders below `dir` that hold nothing (after their own empty folders are
+// removed), then `dir` itself if it is empty and remove_dir. Errors: kIo.
+Status remove_empty_dirs(const std::string& dir, bool remove_dir);
+// Local. mkdir -p; the folders it created (outermost first) go to *created when given. Errors: kIo naming a
+// file that is in the way.
+Status make_dirs(const std::string& dir, std::vector<std::string>* created = nullptr);
 // Local. Absolute, lexically normalised path.
 std::string absolute_path(const std::string& path);
-
-// Test hook, Local, process-wide: after `bytes` more bytes every write fails with ENOSPC; a negative
-// value (the default) disables the fault.
-void set_write_fault_after_bytes(int64_t bytes);
 
 }  // namespace hzio::io

@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "io/fault_injection.hpp"
+
 namespace hzio::io {
 namespace {
 
@@ -84,9 +86,9 @@ TEST(PosixFile, OpeningAMissingFileIsNotFound) {
 TEST(PosixFile, AFullDiskFailsTheWriteWithAClearMessage) {
   File f = File::open(temp_dir() + "/full.bin", File::Mode::kCreate).value();
   std::vector<std::byte> data(100);
-  set_write_fault_after_bytes(50);
+  set_fault(Fault::disk_full_after(50));
   Status s = f.write_at(0, data);
-  set_write_fault_after_bytes(-1);
+  clear_fault();
   EXPECT_EQ(s.code(), ErrorCode::kIo);
   EXPECT_NE(s.message().find("disk full"), std::string::npos);
 }
@@ -108,9 +110,9 @@ TEST(PosixFile, DirectWritesLandWhetherAlignedOrNotAndReportAFullDisk) {
   EXPECT_TRUE(std::equal(aligned.begin() + 1, aligned.begin() + 101, back.begin() + 10));
   ASSERT_TRUE(f.truncate(kDirectAlign + 5).is_ok());
   EXPECT_EQ(f.size().value(), kDirectAlign + 5);
-  set_write_fault_after_bytes(kDirectAlign);
+  set_fault(Fault::disk_full_after(static_cast<int64_t>(kDirectAlign)));
   Status s = f.write_direct_at(0, aligned);
-  set_write_fault_after_bytes(-1);
+  clear_fault();
   EXPECT_NE(s.message().find("disk full"), std::string::npos) << s.to_string();
   std::free(mem);
 }
@@ -118,9 +120,9 @@ TEST(PosixFile, DirectWritesLandWhetherAlignedOrNotAndReportAFullDisk) {
 TEST(PosixFile, AtomicReplaceLeavesTheOldContentWhenTheWriteFails) {
   const std::string p = temp_dir() + "/meta.idx";
   ASSERT_TRUE(replace_file_atomically(p, "old", false).is_ok());
-  set_write_fault_after_bytes(1);
+  set_fault(Fault::disk_full_after(1));
   EXPECT_FALSE(replace_file_atomically(p, "new content", false).is_ok());
-  set_write_fault_after_bytes(-1);
+  clear_fault();
   EXPECT_EQ(read_text_file(p).value(), "old");
 }
 

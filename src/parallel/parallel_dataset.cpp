@@ -135,7 +135,11 @@ Result<std::unique_ptr<ParallelDataset>> ParallelDataset::create(MPI_Comm comm, 
     s = ds.status();
     if (ds.is_ok()) impl->dataset = std::move(ds).value();
   }
-  HZIO_RETURN_IF_ERROR(agree(impl->comm, s));
+  s = agree(impl->comm, s);
+  if (!s.is_ok()) {
+    if (impl->dataset) impl->dataset->abandon();  // on rank 0: removes the dataset it just created
+    return s;
+  }
   return std::unique_ptr<ParallelDataset>(new ParallelDataset(std::move(impl)));
 }
 
@@ -417,6 +421,7 @@ Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times, const pa
     d.idx_.time = next.time;
   }
   d.new_times_.clear();
+  d.uncommitted_create_ = false;
   t.phases.commit += util::now_seconds() - t0;
   return Status::ok();
 }

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "hzio/parallel.hpp"
+#include "io/fault_injection.hpp"
 #include "io/posix_file.hpp"
 
 namespace hzio {
@@ -175,9 +176,9 @@ TEST(ParallelWrite, AFullDiskOnOneRankFailsTheFlushEverywhereAndKeepsTheLastComm
   ASSERT_TRUE(ds->write_box(mine, "a", 0, slab.data(), slab.size() * 4).is_ok());
   ASSERT_TRUE(ds->flush().is_ok());
   ASSERT_TRUE(ds->write_box(mine, "a", 1, slab.data(), slab.size() * 4).is_ok());
-  if (g_rank == g_size - 1) io::set_write_fault_after_bytes(2000);
+  if (g_rank == g_size - 1) io::set_fault(io::Fault::disk_full_after(2000));
   auto r = ds->flush();
-  io::set_write_fault_after_bytes(-1);
+  io::clear_fault();
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("disk full"), std::string::npos) << r.status().to_string();
   EXPECT_NE(r.status().message().find("rank " + std::to_string(g_size - 1)), std::string::npos) << r.status().to_string();

@@ -1,0 +1,38 @@
+// Where a new dataset's files go, and what creating one at a path must refuse or remove: the path rules
+// of create and overwrite (docs/guide/python.md "Dataset paths"). Layer: core.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "format/idx_file.hpp"
+#include "hzio/status.hpp"
+
+namespace hzio::core {
+
+// Local. The name of a new dataset's data folder, next to its .idx: the file name without its
+// extension (any case), or the whole name plus ".data" when it has none, so that the folder is never
+// the .idx itself. Errors: kInvalidArgument for a path that cannot name a dataset (a folder path, "."
+// or "..", characters the .idx text cannot carry in a file name template: '%', "$(", control
+// characters).
+Result<std::string> data_folder_name(const std::string& idx_path);
+
+// What create must remove before it writes the new .idx.
+struct CreatePlan {
+  std::vector<std::string> remove;  // files of the dataset being replaced (data files, sidecars, logs)
+  std::string emptied_root;         // the replaced dataset's data folder: removed once empty ("" = none)
+};
+
+// Local; touches nothing on disk. Checks that a dataset described by `next` can be created at the
+// absolute path `idx_path`, and lists what overwriting the dataset there removes: only the files its
+// templates name inside the .idx's folder. Errors, kInvalidArgument: the path is a folder or special
+// file; it exists and !overwrite; it exists but is not a readable .idx (nothing of it is removed); the
+// new data folder is taken by a file; the new data folder already holds files the new dataset would
+// read as its own that belong to no dataset being replaced.
+Result<CreatePlan> plan_create(const std::string& idx_path, const format::IdxFile& next, bool overwrite);
+
+// Local. Removes the files of plan.remove, then the folders of plan.emptied_root that are left empty.
+// Errors: kIo.
+Status remove_replaced(const CreatePlan& plan);
+
+}  // namespace hzio::core
