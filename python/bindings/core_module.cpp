@@ -9,6 +9,7 @@
 
 #include "binding_util.hpp"
 #include "hzio/dataset.hpp"
+#include "hzio/testing.hpp"
 
 namespace nb = nanobind;
 using namespace hzio;
@@ -189,8 +190,11 @@ NB_MODULE(_core, m) {
         return d.last_write_report().to_json();
       })
       .def("close", [](Dataset& d) {
-        nb::gil_scoped_release release;
-        check(d.close());
+        {
+          nb::gil_scoped_release release;
+          check(d.close());
+        }
+        return d.last_write_report().to_json();
       })
       .def("abandon", &Dataset::abandon);
   // A new uint8 array of `bytes` for a read's output whose memory returns to hzio's cache when the
@@ -203,6 +207,12 @@ NB_MODULE(_core, m) {
     const size_t shape[1] = {bytes};
     return nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(data, 1, shape, owner);
   });
+
+  // Test hooks (hzio/testing.hpp): simulated disk failures on the files whose path matches a regex.
+  m.def("inject_fault", [](const std::string& op, const std::string& path_pattern, int error, int64_t after_bytes) {
+    check(testing::inject_fault(op, path_pattern, error, after_bytes));
+  }, nb::arg("op"), nb::arg("path_pattern"), nb::arg("error"), nb::arg("after_bytes") = 0);
+  m.def("clear_fault", &testing::clear_fault);
 
 #ifdef HZIO_WITH_MPI
   bind_parallel(m);

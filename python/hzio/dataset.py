@@ -367,10 +367,13 @@ class Dataset:
         return self.last_write_report
 
     def close(self):
-        """Commit and close. Further use raises hzio.InvalidArgumentError."""
+        """Commit and close. Further use raises hzio.InvalidArgumentError.
+
+        If the commit fails, the writes since the last commit are dropped and the dataset is closed all
+        the same; a dataset created by this object that never committed is removed again.
+        """
         if not self._core.closed:
-            self.flush()
-            self._core.close()
+            self.last_write_report = json.loads(self._core.close())
 
     def __enter__(self):
         return self

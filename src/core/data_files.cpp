@@ -178,7 +178,7 @@ Result<DataFiles::Pending*> DataFiles::pending(const Key& key) {
   // Made whole before it is entered: abort() and prepare() may meet any entry of pending_.
   auto p = std::make_unique<Pending>();
   HZIO_ASSIGN_OR_RETURN(p->final_path, format::data_file_path(*idx_, idx_dir_, static_cast<int64_t>(key.second), key.first));
-  HZIO_RETURN_IF_ERROR(io::make_dirs(io::parent_dir(p->final_path)));
+  HZIO_RETURN_IF_ERROR(io::make_dirs(io::parent_dir(p->final_path), &created_dirs_));
   p->log_path = p->final_path + ".log." + std::to_string(::getpid());
   HZIO_ASSIGN_OR_RETURN(io::File f, io::File::open(p->log_path, io::File::Mode::kCreate));
   p->log = std::make_shared<io::File>(std::move(f));

@@ -94,6 +94,8 @@ class DataFiles {
   Status remove_stale(int64_t time, const std::vector<int64_t>& written_first_blocks);
   // Local. Forgets cached header tables (after the files changed on disk).
   void forget_stored();
+  // Local. The folders this object created for write logs, outermost first.
+  const std::vector<std::string>& created_dirs() const { return created_dirs_; }
 
   // Local, thread-safe. Size and header-table CRC of the committed file holding `block` (nullopt if absent).
   Result<std::optional<std::pair<uint64_t, uint32_t>>> file_identity(int64_t time, uint64_t block);
@@ -127,6 +129,7 @@ class DataFiles {
   std::mutex mutex_;
   std::map<Key, std::unique_ptr<Stored>> stored_;
   std::map<Key, std::unique_ptr<Pending>> pending_;
+  std::vector<std::string> created_dirs_;
 };
 
 }  // namespace hzio::core

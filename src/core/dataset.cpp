@@ -7,7 +7,6 @@
 
 #include "core/dataset_impl.hpp"
 #include "core/dataset_path.hpp"
-#include "format/file_name.hpp"
 #include "format/idx_text.hpp"
 #include "hzorder/block_copy.hpp"
 #include "io/posix_file.hpp"
@@ -89,10 +88,11 @@ void Dataset::Impl::remove_uncommitted_create() {
   uncommitted_create_ = false;
   discard_uncommitted();
   (void)io::remove_path(path_);
-  if (auto names = format::DataFileNames::of(idx_, dir_); names.is_ok() && names->root() != dir_) {
-    (void)io::remove_empty_dirs(names->root(), true);
-  }
-  for (auto it = created_dirs_.rbegin(); it != created_dirs_.rend(); ++it) (void)io::remove_path(*it);
+  // Folders go innermost first, and only when empty: remove_path refuses a folder that holds anything.
+  std::vector<std::string> made = created_dirs_;
+  made.insert(made.end(), files_->created_dirs().begin(), files_->created_dirs().end());
+  std::sort(made.begin(), made.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  for (const auto& d : made) (void)io::remove_path(d);
 }
 
 Status Dataset::Impl::commit_pending() {

@@ -2,6 +2,7 @@
 #include "core/dataset_path.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "format/file_name.hpp"
@@ -76,7 +77,7 @@ Result<CreatePlan> plan_create(const std::string& idx_path, const format::IdxFil
                               old_names.status().message() + "); nothing was removed");
     }
     HZIO_ASSIGN_OR_RETURN(plan.remove, files_named(old_names.value(), dir));
-    if (old_names->root() != dir && inside(old_names->root(), dir)) plan.emptied_root = old_names->root();
+    if (old_names->root() != dir && inside(old_names->root(), dir)) plan.data_root = old_names->root();
   }
   HZIO_ASSIGN_OR_RETURN(std::vector<std::string> taken, files_named(new_names, dir));
   const std::set<std::string> replaced(plan.remove.begin(), plan.remove.end());
@@ -90,8 +91,15 @@ Result<CreatePlan> plan_create(const std::string& idx_path, const format::IdxFil
 }
 
 Status remove_replaced(const CreatePlan& plan) {
-  for (const auto& f : plan.remove) HZIO_RETURN_IF_ERROR(io::remove_path(f));
-  return plan.emptied_root.empty() ? Status::ok() : io::remove_empty_dirs(plan.emptied_root, true);
+  std::set<std::string, std::greater<>> folders;  // that held removed files, and their parents: innermost first
+  for (const auto& f : plan.remove) {
+    HZIO_RETURN_IF_ERROR(io::remove_path(f));
+    for (std::string d = io::parent_dir(f); !plan.data_root.empty() && inside(d, plan.data_root); d = io::parent_dir(d)) {
+      if (!folders.insert(d).second) break;
+    }
+  }
+  for (const auto& d : folders) (void)io::remove_path(d);  // refused, and kept, unless empty
+  return Status::ok();
 }
 
 }  // namespace hzio::core

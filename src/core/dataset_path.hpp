@@ -20,7 +20,7 @@ Result<std::string> data_folder_name(const std::string& idx_path);
 // What create must remove before it writes the new .idx.
 struct CreatePlan {
   std::vector<std::string> remove;  // files of the dataset being replaced (data files, sidecars, logs)
-  std::string emptied_root;         // the replaced dataset's data folder: removed once empty ("" = none)
+  std::string data_root;            // the replaced dataset's data folder ("" = none, or the .idx's own)
 };
 
 // Local; touches nothing on disk. Checks that a dataset described by `next` can be created at the
@@ -31,8 +31,8 @@ struct CreatePlan {
 // read as its own that belong to no dataset being replaced.
 Result<CreatePlan> plan_create(const std::string& idx_path, const format::IdxFile& next, bool overwrite);
 
-// Local. Removes the files of plan.remove, then the folders of plan.emptied_root that are left empty.
-// Errors: kIo.
+// Local. Removes the files of plan.remove, then the folders below plan.data_root (and itself) that held
+// them and are left empty. Errors: kIo.
 Status remove_replaced(const CreatePlan& plan);
 
 }  // namespace hzio::core

@@ -197,7 +197,7 @@ TEST(Dataset, AFailedDirectWriteLeavesTheCommittedDataIntact) {
   ASSERT_TRUE(ds->write_box({{0, 0, 0}, dims}, "a", 0, first.data(), n * 4).is_ok());
   ASSERT_TRUE(ds->flush().is_ok());
   // The write may return before its bytes reach the disk; the failure shows at the latest in the commit.
-  io::set_fault(io::Fault::disk_full_after(int64_t{1} << 20));
+  ASSERT_TRUE(io::set_fault(io::Fault::disk_full_after(int64_t{1} << 20)).is_ok());
   Status s = ds->write_box({{0, 0, 0}, dims}, "a", 0, second.data(), n * 4);
   std::vector<float> out(n);
   if (s.is_ok()) {  // a read meets the failure first: the commit must still refuse the damaged log

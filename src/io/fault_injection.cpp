@@ -1,9 +1,13 @@
-// The process-wide fault of the io layer's test hook (fault_injection.hpp).
+// The process-wide fault of the io layer's test hook (fault_injection.hpp), and the public
+// hzio::testing functions over it.
 #include "io/fault_injection.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <regex>
+
+#include "hzio/testing.hpp"
 
 namespace hzio::io {
 namespace {
@@ -11,17 +15,26 @@ namespace {
 std::atomic<bool> g_armed{false};  // checked without the lock: the hot write path pays one load
 std::mutex g_mutex;
 Fault g_fault;
+std::regex g_pattern;
 int64_t g_budget = 0;  // kWrite: bytes still allowed
 
-bool hits(const std::string& path) { return path.find(g_fault.path_part) != std::string::npos; }
+bool hits(const std::string& path) { return std::regex_search(path, g_pattern); }
 
 }  // namespace
 
-void set_fault(const Fault& fault) {
+Status set_fault(const Fault& fault) {
+  std::regex pattern;
+  try {
+    pattern = std::regex(fault.path_pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    return invalid_argument("fault path pattern '" + fault.path_pattern + "': " + e.what());
+  }
   std::lock_guard lock(g_mutex);
   g_fault = fault;
+  g_pattern = std::move(pattern);
   g_budget = std::max<int64_t>(0, fault.after_bytes);
   g_armed = true;
+  return Status::ok();
 }
 
 void clear_fault() {
@@ -48,3 +61,23 @@ uint64_t fault_write_allowance(const std::string& path, uint64_t wanted, int* er
 }
 
 }  // namespace hzio::io
+
+namespace hzio::testing {
+
+Status inject_fault(std::string_view op, std::string_view path_pattern, int error, int64_t after_bytes) {
+  static constexpr std::pair<std::string_view, io::FaultOp> kOps[] = {
+      {"create", io::FaultOp::kCreate}, {"write", io::FaultOp::kWrite}, {"sync", io::FaultOp::kSync}, {"rename", io::FaultOp::kRename}};
+  const auto* it = std::find_if(std::begin(kOps), std::end(kOps), [&](const auto& o) { return o.first == op; });
+  if (it == std::end(kOps)) return invalid_argument("fault operation '" + std::string(op) + "' is not create, write, sync or rename");
+  if (error <= 0) return invalid_argument("a fault needs a positive errno, got " + std::to_string(error));
+  io::Fault f;
+  f.op = it->second;
+  f.path_pattern = std::string(path_pattern);
+  f.error = error;
+  f.after_bytes = after_bytes;
+  return io::set_fault(f);
+}
+
+void clear_fault() { io::clear_fault(); }
+
+}  // namespace hzio::testing

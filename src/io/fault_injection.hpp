@@ -1,10 +1,12 @@
 // Test hook: makes chosen file operations fail as a full or broken disk would, on the files whose path
-// contains a given text, so that tests can fail a commit at each of its steps. Layer: io.
+// matches a pattern, so that tests can fail a commit at each of its steps. Layer: io.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <utility>
+
+#include "hzio/status.hpp"
 
 namespace hzio::io {
 
@@ -12,23 +14,24 @@ enum class FaultOp { kCreate, kWrite, kSync, kRename };
 
 struct Fault {
   FaultOp op = FaultOp::kWrite;
-  std::string path_part;    // the fault hits files whose path contains this text ("" = every file)
-  int error = 28;           // errno the operation fails with (28 = ENOSPC; EIO, EACCES, EROFS also make sense)
-  int64_t after_bytes = 0;  // kWrite: bytes written to hit files before the writes start failing
+  std::string path_pattern;  // ECMAScript regex searched in the path ("" = every file)
+  int error = 28;            // errno the operation fails with (28 = ENOSPC; EIO, EACCES, EROFS also make sense)
+  int64_t after_bytes = 0;   // kWrite: bytes written to hit files before the writes start failing
 
-  // A disk that fills up after `bytes` more bytes written to files whose path contains `path_part`.
-  static Fault disk_full_after(int64_t bytes, std::string path_part = "") {
+  // A disk that fills up after `bytes` more bytes written to files whose path matches `path_pattern`.
+  static Fault disk_full_after(int64_t bytes, std::string path_pattern = "") {
     Fault f;
     f.after_bytes = bytes;
-    f.path_part = std::move(path_part);
+    f.path_pattern = std::move(path_pattern);
     return f;
   }
 };
 
 // Local, process-wide, thread-safe. Arms `fault`, replacing any armed one. kCreate hits File::open in
 // kCreate mode, kWrite every write (direct writes then go through the page cache, so that they can
-// stop at any byte), kSync fsync of a file, kRename a rename onto a hit path.
-void set_fault(const Fault& fault);
+// stop at any byte), kSync fsync of a file, kRename a rename onto a hit path. Errors: kInvalidArgument
+// for a pattern that is not a regex.
+Status set_fault(const Fault& fault);
 // Local, process-wide, thread-safe. Disarms the fault.
 void clear_fault();
 

@@ -301,7 +301,9 @@ Status replace_file_atomically(const std::string& path, std::string_view text, b
       return s;
     }
   }
-  return rename_file(tmp, path, durable);
+  Status s = rename_file(tmp, path, durable);
+  if (!s.is_ok() && file_exists(tmp)) (void)remove_path(tmp);
+  return s;
 }
 
 Status rename_file(const std::string& from, const std::string& to, bool durable) {
@@ -347,23 +349,6 @@ Result<std::vector<std::string>> list_files(const std::string& dir, int max_dept
   }
   if (ec) return io_error("list folder " + dir + ": " + ec.message());
   return out;
-}
-
-Status remove_empty_dirs(const std::string& dir, bool remove_dir) {
-  if (path_kind(dir) != PathKind::kDirectory) return Status::ok();
-  std::error_code ec;
-  std::vector<std::string> dirs;
-  std::filesystem::recursive_directory_iterator it(dir, ec), end;
-  for (; !ec && it != end; it.increment(ec)) {
-    if (it->is_directory(ec) && !it->is_symlink(ec)) dirs.push_back(it->path().string());
-  }
-  if (ec) return io_error("list folder " + dir + ": " + ec.message());
-  std::sort(dirs.begin(), dirs.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
-  if (remove_dir) dirs.push_back(dir);
-  for (const auto& d : dirs) {
-    if (::rmdir(d.c_str()) != 0 && errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT) return os_error("remove folder", d, errno);
-  }
-  return Status::ok();
 }
 
 bool file_exists(const std::string& path) {

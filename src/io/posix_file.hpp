@@ -106,9 +106,6 @@ PathKind path_kind(const std::string& path);
 // Local. Every entry below `dir` that is not a folder (files, links, special files), at most
 // `max_depth` folder levels down, without following links to folders. Errors: kIo.
 Result<std::vector<std::string>> list_files(const std::string& dir, int max_depth);
-// Local. Removes the folders below `dir` that hold nothing (after their own empty folders are
-// removed), then `dir` itself if it is empty and remove_dir. Errors: kIo.
-Status remove_empty_dirs(const std::string& dir, bool remove_dir);
 // Local. mkdir -p; the folders it created (outermost first) go to *created when given. Errors: kIo naming a
 // file that is in the way.
 Status make_dirs(const std::string& dir, std::vector<std::string>* created = nullptr);

@@ -86,7 +86,7 @@ TEST(PosixFile, OpeningAMissingFileIsNotFound) {
 TEST(PosixFile, AFullDiskFailsTheWriteWithAClearMessage) {
   File f = File::open(temp_dir() + "/full.bin", File::Mode::kCreate).value();
   std::vector<std::byte> data(100);
-  set_fault(Fault::disk_full_after(50));
+  ASSERT_TRUE(set_fault(Fault::disk_full_after(50)).is_ok());
   Status s = f.write_at(0, data);
   clear_fault();
   EXPECT_EQ(s.code(), ErrorCode::kIo);
@@ -110,7 +110,7 @@ TEST(PosixFile, DirectWritesLandWhetherAlignedOrNotAndReportAFullDisk) {
   EXPECT_TRUE(std::equal(aligned.begin() + 1, aligned.begin() + 101, back.begin() + 10));
   ASSERT_TRUE(f.truncate(kDirectAlign + 5).is_ok());
   EXPECT_EQ(f.size().value(), kDirectAlign + 5);
-  set_fault(Fault::disk_full_after(static_cast<int64_t>(kDirectAlign)));
+  ASSERT_TRUE(set_fault(Fault::disk_full_after(static_cast<int64_t>(kDirectAlign))).is_ok());
   Status s = f.write_direct_at(0, aligned);
   clear_fault();
   EXPECT_NE(s.message().find("disk full"), std::string::npos) << s.to_string();
@@ -120,7 +120,7 @@ TEST(PosixFile, DirectWritesLandWhetherAlignedOrNotAndReportAFullDisk) {
 TEST(PosixFile, AtomicReplaceLeavesTheOldContentWhenTheWriteFails) {
   const std::string p = temp_dir() + "/meta.idx";
   ASSERT_TRUE(replace_file_atomically(p, "old", false).is_ok());
-  set_fault(Fault::disk_full_after(1));
+  ASSERT_TRUE(set_fault(Fault::disk_full_after(1)).is_ok());
   EXPECT_FALSE(replace_file_atomically(p, "new content", false).is_ok());
   clear_fault();
   EXPECT_EQ(read_text_file(p).value(), "old");

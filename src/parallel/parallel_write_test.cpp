@@ -176,7 +176,7 @@ TEST(ParallelWrite, AFullDiskOnOneRankFailsTheFlushEverywhereAndKeepsTheLastComm
   ASSERT_TRUE(ds->write_box(mine, "a", 0, slab.data(), slab.size() * 4).is_ok());
   ASSERT_TRUE(ds->flush().is_ok());
   ASSERT_TRUE(ds->write_box(mine, "a", 1, slab.data(), slab.size() * 4).is_ok());
-  if (g_rank == g_size - 1) io::set_fault(io::Fault::disk_full_after(2000));
+  if (g_rank == g_size - 1) ASSERT_TRUE(io::set_fault(io::Fault::disk_full_after(2000)).is_ok());
   auto r = ds->flush();
   io::clear_fault();
   ASSERT_FALSE(r.is_ok());

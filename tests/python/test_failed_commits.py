@@ -1,0 +1,130 @@
+"""A commit that fails at any step (data file, sidecar, .idx; full disk, I/O error, no permission) leaves
+the .idx exactly as it was: no timestep is published without its data, ``ds.times`` says so, nothing is
+left behind that trips the next write, and the committed data reads as before.
+
+One process (durable and not) here; the collective writer runs the same steps in
+``mpi_scripts/failed_commit.py`` under mpiexec. The failures are injected with ``hzio._core.inject_fault``
+(``include/hzio/testing.hpp``) on the files whose path matches a pattern. Oracles: the .idx bytes saved
+before the write, NumPy arrays written earlier, ``hzio verify``.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hzio
+
+# step -> (operation, pattern of the hit files, errno). Logs and temporary files of data files are
+# "<name>.bin.log.<pid>" and "<name>.bin.tmp.<pid>", sidecars "<name>.bin.hzstats[.tmp.<pid>]".
+STEPS = {
+    "data file create": ("create", r"\.bin\.(log|tmp)\.", errno.EACCES),
+    "data file write": ("write", r"\.bin\.(log|tmp)\.", errno.ENOSPC),
+    "data file fsync": ("sync", r"\.bin\.(log|tmp)\.", errno.EIO),
+    "sidecar create": ("create", r"\.hzstats", errno.EACCES),
+    "sidecar write": ("write", r"\.hzstats", errno.ENOSPC),
+    "sidecar rename": ("rename", r"\.hzstats$", errno.EIO),
+    "data file rename": ("rename", r"\.bin$", errno.EIO),
+    "idx write": ("write", r"\.idx\.tmp\.", errno.ENOSPC),
+    "idx fsync": ("sync", r"\.idx\.tmp\.", errno.EIO),
+    "idx rename": ("rename", r"\.idx$", errno.EACCES),
+}
+SHAPE = (16, 16, 16)
+
+
+def debris(folder: Path):
+    return sorted(str(p) for p in folder.rglob("*") if ".log." in p.name or ".tmp." in p.name)
+
+
+def arrays(rng):
+    return [rng.random(SHAPE, dtype=np.float32) for _ in range(3)]
+
+
+@pytest.mark.parametrize("durable", [True, False])
+@pytest.mark.parametrize("step", sorted(STEPS))
+def test_a_failed_flush_publishes_nothing_it_did_not_write(tmp_path, rng, durable, step):
+    if step.endswith("fsync") and not durable:
+        pytest.skip("without durable no fsync is issued")
+    a, b, c = arrays(rng)
+    path = tmp_path / "f.idx"
+    with hzio.create(path, shape=SHAPE, fields={"v": "float32"}, times=[0], bits_per_block=8,
+                     durable=durable) as ds:
+        ds.write(a, time=0)
+    idx_before = path.read_bytes()
+    ds = hzio.open(path, mode="r+", durable=durable)
+    op, pattern, err = STEPS[step]
+    hzio._core.inject_fault(op, pattern, err)
+    try:
+        with pytest.raises(hzio.IoError) as failure:  # whole blocks reach their logs at once: writes may fail too
+            ds.write(b, time=0)  # a rewrite of a committed timestep
+            ds.write(c, time=1)  # and a new one
+            ds.flush()
+    finally:
+        hzio._core.clear_fault()
+    message = str(failure.value)
+    assert os.strerror(err) in message or "disk full" in message, message
+    assert path.read_bytes() == idx_before
+    assert ds.times == [0]
+    # One data file per timestep: the rewrite is published whole only when the .idx step failed.
+    np.testing.assert_array_equal(ds.read(time=0), b if step.startswith("idx") else a)
+    with pytest.raises(hzio.NotFoundError):
+        ds.read(time=1)
+    assert debris(tmp_path) == []
+    ds.write(c, time=1)  # the dataset goes on working after the failure
+    ds.close()
+    with hzio.open(path) as back:
+        assert back.times == [0, 1]
+        np.testing.assert_array_equal(back.read(time=1), c)
+    proc = subprocess.run([sys.executable, "-m", "hzio", "verify", str(path)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("step", ["data file write", "sidecar write", "idx rename"])
+def test_a_failed_close_publishes_nothing_and_closes(tmp_path, rng, step):
+    a, _, c = arrays(rng)
+    path = tmp_path / "g.idx"
+    with hzio.create(path, shape=SHAPE, fields={"v": "float32"}, times=[0], bits_per_block=8) as ds:
+        ds.write(a, time=0)
+    idx_before = path.read_bytes()
+    ds = hzio.open(path, mode="r+")
+    ds.write(c, time=1)
+    op, pattern, err = STEPS[step]
+    hzio._core.inject_fault(op, pattern, err)
+    try:
+        with pytest.raises(hzio.IoError):
+            ds.close()
+    finally:
+        hzio._core.clear_fault()
+    assert path.read_bytes() == idx_before
+    assert debris(tmp_path) == []
+    with pytest.raises(hzio.InvalidArgumentError, match="closed"):
+        ds.read(time=0)
+    with hzio.open(path) as back:
+        assert back.times == [0]
+        np.testing.assert_array_equal(back.read(time=0), a)
+
+
+def test_a_partial_block_held_in_memory_is_dropped_with_its_failed_commit(tmp_path, rng):
+    a, b, _ = arrays(rng)
+    path = tmp_path / "p.idx"
+    with hzio.create(path, shape=SHAPE, fields={"v": "float32"}, times=[0], bits_per_block=8) as ds:
+        ds.write(a, time=0)
+    ds = hzio.open(path, mode="r+")
+    ds.write(b[3:5, 2:9, 1:4], offset=(3, 2, 1), time=2)  # partial blocks: held until the commit
+    hzio._core.inject_fault("write", r"\.bin\.log\.", errno.ENOSPC)
+    try:
+        with pytest.raises(hzio.IoError):
+            ds.flush()
+    finally:
+        hzio._core.clear_fault()
+    assert ds.times == [0]
+    ds.close()
+    with hzio.open(path) as back:
+        assert back.times == [0]
