@@ -3,6 +3,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <map>
 
 #include "core/dataset_impl.hpp"
@@ -155,10 +156,12 @@ Status check_create(const CreateOptions& o) {
   if (o.fields.empty()) return invalid_argument("a dataset needs at least one field");
   for (size_t i = 0; i < o.fields.size(); ++i) {
     const auto& name = o.fields[i].name;
+    // The (fields) text separates fields by '+' outside brackets, options by brackets, lines by '#'.
     if (name.empty() || std::any_of(name.begin(), name.end(), [](char c) {
-          return std::isspace(static_cast<unsigned char>(c)) || c == '+' || c == '(' || c == ')';
+          return std::isspace(static_cast<unsigned char>(c)) || std::iscntrl(static_cast<unsigned char>(c)) ||
+                 std::strchr("+#()[]{}", c) != nullptr;
         })) {
-      return invalid_argument("field name '" + name + "' is empty or has spaces, '+' or parentheses");
+      return invalid_argument("field name '" + name + "' is empty or has spaces, control characters or one of + # ( ) [ ] { }");
     }
     for (size_t j = 0; j < i; ++j) {
       if (o.fields[j].name == name) return invalid_argument("field '" + name + "' is given twice");

@@ -46,5 +46,30 @@ TEST(FileName, RejectsMalformedTemplateFields) {
   EXPECT_EQ(format_time("time%09d/", 12).value(), "time000000012/");
 }
 
+TEST(FileName, DataFileNamesRecogniseEveryFileOfADatasetAndItsCompanionsOnly) {
+  IdxFile f = idx_with("./custom/%01x/%02x.bin", 16, "t%03d/");
+  auto names = DataFileNames::of(f, "/d").value();
+  EXPECT_EQ(names.root(), "/d/custom");
+  for (int64_t block : {int64_t{0}, int64_t{0x1234}, int64_t{0xfffff}}) {
+    for (int64_t time : {0, 7, 1234}) {
+      const std::string path = data_file_path(f, "/d", first_block_of_file(f, block), time).value();
+      EXPECT_TRUE(names.matches(path)) << path;
+      EXPECT_TRUE(names.matches(path + ".hzstats")) << path;
+      EXPECT_TRUE(names.matches(path + ".log.4242")) << path;
+      EXPECT_TRUE(names.matches(path + ".hzstats.tmp.17")) << path;
+      EXPECT_FALSE(names.matches(path + ".bak")) << path;
+    }
+  }
+  EXPECT_FALSE(names.matches("/d/custom/notes.txt"));
+  EXPECT_FALSE(names.matches("/d/custom/t002/1/2/3x.bin"));
+  EXPECT_FALSE(names.matches("/d/other/t002/1/2/30.bin"));
+  // Regex characters in a template are literal, and a template without fields names one file.
+  IdxFile g = idx_with("./a+b (1)/data.bin", 1, "");
+  auto one = DataFileNames::of(g, "/d").value();
+  EXPECT_TRUE(one.matches("/d/a+b (1)/data.bin"));
+  EXPECT_FALSE(one.matches("/d/aab (1)/data.bin"));
+  EXPECT_EQ(one.root(), "/d/a+b (1)");
+}
+
 }  // namespace
 }  // namespace hzio::format

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 
+#include "format/file_name.hpp"
 #include "format/idx_text.hpp"
 
 namespace hzio::format {
@@ -164,6 +165,11 @@ Status IdxFile::validate(std::string_view idx_name) {
       std::count(time.template_text.begin(), time.template_text.end(), '%') != 1) {
     return format_error(where + "(time) template '" + time.template_text + "' needs exactly one %d field");
   }
+  // A template that names no file cannot serve any read: refused here, not at the first block.
+  if (auto name = data_file_path(*this, "/", 0, time.declared && !time.any && !time.ranges.empty() ? time.ranges[0][0] : 0);
+      !name.is_ok()) {
+    return format_error(where + name.status().message());
+  }
   for (const auto& fd : fields) {
     if (!holds_value(fd.dtype, fd.default_value, false)) {
       return format_error(where + "field '" + fd.name + "': default_value(" + format_number(fd.default_value) +
@@ -225,11 +231,12 @@ std::string first_difference(const IdxFile& a, const IdxFile& b) {
 }  // namespace
 
 Status IdxFile::check_writes_back(std::string_view idx_name) const {
-  auto back = parse(to_text(), idx_name);
+  auto back = parse(to_text(), "");
   const std::string what = back.is_ok() ? first_difference(*this, back.value()) : back.status().message();
   if (what.empty()) return Status::ok();
-  return unsupported("file " + std::string(idx_name) + ": hzio cannot write this .idx back faithfully (" + what +
-                     " would not read back the same); open it read-only");
+  return unsupported("file " + std::string(idx_name) + ": hzio cannot write this .idx back faithfully (" +
+                     (back.is_ok() ? what + " would not read back the same" : "the text would not parse again: " + what) +
+                     "); open it read-only");
 }
 
 std::string IdxFile::to_text() const {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace hzio::format {
 namespace {
 
@@ -118,6 +120,45 @@ TEST(IdxFile, RejectsBrokenTextWithTheFileNameAndTheReason) {
   EXPECT_EQ(bad_box.status().code(), ErrorCode::kFormat);
   EXPECT_EQ(IdxFile::parse("(version)\n7\n", "v.idx").status().code(), ErrorCode::kFormat);
   EXPECT_EQ(IdxFile::parse("hello", "v.idx").status().code(), ErrorCode::kFormat);
+}
+
+TEST(IdxFile, RefusesToWriteBackWhatWouldNotReadTheSame) {
+  const std::string head = "(version)\n6\n(box)\n0 15 0 7\n(bits)\nV0101010\n(fields)\n";
+  // Parsed as two fields, a's min text "[" would swallow b when written back: refused for writing.
+  auto lossy = IdxFile::parse(head + "a float32 min([) ] + b int16\n", "l.idx").value();
+  ASSERT_EQ(lossy.fields.size(), 2u);
+  const Status s = lossy.check_writes_back("l.idx");
+  EXPECT_EQ(s.code(), ErrorCode::kUnsupported);
+  EXPECT_NE(s.message().find("(fields)"), std::string::npos) << s.to_string();
+  // Balanced options and odd but faithful names are written back.
+  EXPECT_TRUE(IdxFile::parse(head + "a) float32 description(x (y)) + b int16 min(-1) max(2.5)\n", "o.idx")
+                  .value().check_writes_back("o.idx").is_ok());
+  for (const char* name : {"o.idx", "o.IDX", "o"}) {
+    EXPECT_TRUE(IdxFile::parse(head + "a float32\n", name).value().check_writes_back(name).is_ok()) << name;
+  }
+}
+
+TEST(IdxFile, DefaultDataFolderIsTheNameWithoutItsExtension) {
+  EXPECT_EQ(default_data_folder("/d/run.idx"), "run");
+  EXPECT_EQ(default_data_folder("/d/run.IDX"), "run");
+  EXPECT_EQ(default_data_folder("a.b.idx"), "a.b");
+  EXPECT_EQ(default_data_folder("/d/run"), "run");
+  EXPECT_EQ(default_data_folder("/d/.hidden"), ".hidden");
+}
+
+TEST(IdxFile, DefaultValuesMustFitTheirDtype) {
+  EXPECT_TRUE(holds_value({Scalar::kUint8, 1}, 255, true));
+  EXPECT_FALSE(holds_value({Scalar::kUint8, 1}, 256, false));
+  EXPECT_FALSE(holds_value({Scalar::kUint8, 1}, -1, false));
+  EXPECT_FALSE(holds_value({Scalar::kInt16, 1}, 1.5, true));
+  EXPECT_TRUE(holds_value({Scalar::kInt16, 1}, 1.5, false));
+  EXPECT_FALSE(holds_value({Scalar::kFloat32, 1}, 1e39, false));
+  EXPECT_FALSE(holds_value({Scalar::kFloat64, 1}, std::numeric_limits<double>::infinity(), false));
+  EXPECT_TRUE(holds_value({Scalar::kInt64, 1}, -9223372036854775808.0, true));
+  EXPECT_FALSE(holds_value({Scalar::kInt64, 1}, 9223372036854775808.0, true));
+  auto wide = IdxFile::parse("(version)\n6\n(box)\n0 3 0 3\n(fields)\na uint8 default_value(300)\n(bits)\nV0101\n", "w.idx");
+  EXPECT_EQ(wide.status().code(), ErrorCode::kFormat);
+  EXPECT_NE(wide.status().message().find("default_value(300)"), std::string::npos) << wide.status().to_string();
 }
 
 }  // namespace
