@@ -313,16 +313,28 @@ Status rename_file(const std::string& from, const std::string& to, bool durable)
 }
 
 Status make_dirs(const std::string& dir, std::vector<std::string>* created) {
+  auto in_the_way = [&](const std::string& p) {
+    return io_error("cannot create folder " + dir + ": " + p + " is in the way (not a folder)");
+  };
+  struct stat st;
   std::vector<std::string> missing;
   for (std::filesystem::path p(dir); !p.empty() && p != p.root_path(); p = p.parent_path()) {
-    const PathKind kind = path_kind(p.string());
-    if (kind == PathKind::kDirectory) break;
-    if (kind != PathKind::kMissing) return io_error("cannot create folder " + dir + ": " + p.string() + " is in the way (not a folder)");
+    if (::stat(p.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) return in_the_way(p.string());
+      break;
+    }
+    if (errno != ENOENT && errno != ENOTDIR) return os_error("create folder", p.string(), errno);
     missing.push_back(p.string());
   }
   for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-    if (::mkdir(it->c_str(), 0777) != 0 && errno != EEXIST) return os_error("create folder", *it, errno);
-    if (created) created->push_back(*it);
+    if (::mkdir(it->c_str(), 0777) == 0) {
+      if (created) created->push_back(*it);
+      continue;
+    }
+    const int err = errno;
+    // Another process (an MPI rank writing the same dataset) may have made it meanwhile.
+    if (err == EEXIST && ::stat(it->c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
+    return err == EEXIST || err == ENOTDIR ? in_the_way(*it) : os_error("create folder", *it, err);
   }
   return Status::ok();
 }
@@ -330,7 +342,9 @@ Status make_dirs(const std::string& dir, std::vector<std::string>* created) {
 PathKind path_kind(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
-    return errno == ENOENT && ::lstat(path.c_str(), &st) != 0 ? PathKind::kMissing : PathKind::kOther;
+    if (errno != ENOENT && errno != ENOTDIR) return PathKind::kOther;
+    // Missing, or a dangling link (lstat sees the link). A folder made meanwhile counts as missing.
+    return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode) ? PathKind::kOther : PathKind::kMissing;
   }
   if (S_ISDIR(st.st_mode)) return PathKind::kDirectory;
   return S_ISREG(st.st_mode) ? PathKind::kFile : PathKind::kOther;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 #include <vector>
 
 #include "io/fault_injection.hpp"
@@ -124,6 +125,32 @@ TEST(PosixFile, AtomicReplaceLeavesTheOldContentWhenTheWriteFails) {
   EXPECT_FALSE(replace_file_atomically(p, "new content", false).is_ok());
   clear_fault();
   EXPECT_EQ(read_text_file(p).value(), "old");
+}
+
+TEST(PosixFile, MakeDirsSucceedsWhenOthersCreateTheSameFoldersAtOnce) {
+  for (int round = 0; round < 20; ++round) {
+    const std::string root = temp_dir() + "/race" + std::to_string(round);
+    std::vector<std::thread> threads;
+    std::vector<Status> results(8);
+    for (size_t t = 0; t < results.size(); ++t) {
+      threads.emplace_back([&, t] { results[t] = make_dirs(root + "/a/b/time_" + std::to_string(t % 2) + "/c"); });
+    }
+    for (auto& t : threads) t.join();
+    for (const Status& s : results) EXPECT_TRUE(s.is_ok()) << s.to_string();
+  }
+}
+
+TEST(PosixFile, MakeDirsNamesTheFileInTheWay) {
+  const std::string root = temp_dir() + "/blocked_dirs";
+  std::filesystem::create_directories(root);
+  File::open(root + "/f", File::Mode::kCreate).value();
+  std::vector<std::string> created;
+  const Status s = make_dirs(root + "/f/g/h", &created);
+  EXPECT_EQ(s.code(), ErrorCode::kIo);
+  EXPECT_NE(s.message().find(root + "/f is in the way"), std::string::npos) << s.to_string();
+  EXPECT_TRUE(created.empty());
+  ASSERT_TRUE(make_dirs(root + "/x/y", &created).is_ok());
+  EXPECT_EQ(created, (std::vector<std::string>{root + "/x", root + "/x/y"}));
 }
 
 }  // namespace

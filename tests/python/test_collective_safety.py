@@ -53,6 +53,13 @@ def test_every_rank_hears_why_a_path_is_refused(reports, nprocs):
 
 
 @pytest.mark.parametrize("nprocs", RANKS)
+def test_ranks_making_the_same_new_time_folders_at_once_do_not_trip(reports, nprocs):
+    report, describe = reports(nprocs)
+    assert report is not None, describe
+    assert report["many_times"] == [[None] * 12] * nprocs, report["many_times"]
+
+
+@pytest.mark.parametrize("nprocs", RANKS)
 @pytest.mark.parametrize("step", sorted(STEPS))
 def test_a_failed_collective_flush_publishes_nothing_it_did_not_write(reports, nprocs, step):
     report, describe = reports(nprocs)

@@ -9,7 +9,7 @@ work), ``bad`` (names that must be refused; ``run.idx`` is refused because a fil
 ``steps`` (step name -> ``[op, path pattern, errno]`` for ``hzio._core.inject_fault``, armed on every
 rank). Each rank writes a z slab of the same seeded arrays. The report holds, per good name, whether
 every rank read the whole array back; per bad name, the error class each rank saw; for the blocked
-data folder, each rank's error; per step, each rank's flush error, its ``times`` after the failure,
+data folder, each rank's error; for 12 new timesteps committed one by one, each rank's errors; per step, each rank's flush error, its ``times`` after the failure,
 whether the .idx kept its bytes, what timestep 0 reads as (``"a"``: the committed data, ``"b"``: the
 failed rewrite), the leftover ``.log.``/``.tmp.`` files, and whether writing again and closing then
 works.
@@ -76,6 +76,15 @@ def path_cases(out, good, bad, a):
     write_slab(ds, a)
     report["blocked"] = comm.gather(error_of(ds.flush))
     ds.close()
+    # Many new timesteps, one commit each: the aggregators make each new time folder at once.
+    ds = hzio.create(out / "many" / "t.idx", shape=SHAPE, fields={"v": "float32"}, bits_per_block=6,
+                     blocks_per_file=4, times=[0], comm=comm)
+    errors = []
+    for t in range(12):
+        write_slab(ds, a, time=t)
+        errors.append(error_of(ds.flush))
+    ds.close()
+    report["many_times"] = comm.gather(errors)
     return report
 
 
