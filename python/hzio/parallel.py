@@ -129,7 +129,8 @@ class ParallelDataset(Dataset):
         if exc_type is None:
             self.close()
         # On an exception nothing collective runs (the other ranks may not be here); staged writes are
-        # dropped when the object goes away and the dataset keeps its last committed state.
+        # dropped when the object goes away and the dataset keeps its last committed state (one that
+        # create made and that never committed is removed, by rank 0, without waiting for the others).
         return False
 
 

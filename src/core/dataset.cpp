@@ -32,7 +32,8 @@ Status Dataset::Impl::init_fields() {
   for (const auto& f : idx_.fields) {
     auto spec = codec::CodecSpec::parse(f.compression);
     if (!spec.is_ok()) return format_error("file " + path_ + ": field '" + f.name + "': " + spec.status().message());
-    coding_.push_back({f.dtype, spec.value(), f.layout, f.default_value});
+    // A foreign .idx may declare a default its dtype cannot take (writable opens refuse it): clamped.
+    coding_.push_back({f.dtype, spec.value(), f.layout, format::clamp_value(f.dtype, f.default_value)});
     field_specs_.push_back({f.name, f.dtype, spec.value().to_string().empty() ? "raw" : spec.value().to_string(),
                             f.layout, f.default_value});
   }
@@ -88,12 +89,9 @@ void Dataset::Impl::remove_uncommitted_create() {
   if (!uncommitted_create_) return;
   uncommitted_create_ = false;
   discard_uncommitted();
-  (void)io::remove_path(path_);
-  // Folders go innermost first, and only when empty: remove_path refuses a folder that holds anything.
   std::vector<std::string> made = created_dirs_;
   made.insert(made.end(), files_->created_dirs().begin(), files_->created_dirs().end());
-  std::sort(made.begin(), made.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
-  for (const auto& d : made) (void)io::remove_path(d);
+  core::remove_created(path_, idx_, made);
 }
 
 Status Dataset::Impl::commit_pending() {
@@ -109,17 +107,31 @@ Status Dataset::Impl::commit_pending() {
   for (int64_t t : new_times_) written[t] = files_->pending_files(t);
   HZIO_RETURN_IF_ERROR(files_->prepare());
   auto t1 = std::chrono::steady_clock::now();
-  HZIO_RETURN_IF_ERROR(files_->publish());
-  for (const auto& [t, firsts] : written) HZIO_RETURN_IF_ERROR(files_->remove_stale(t, firsts));
+  // The new .idx is written and made durable before any data file is renamed: a full disk fails the
+  // commit while nothing is published yet. Only its rename is left for the end.
+  format::IdxFile next = idx_;
+  std::string idx_tmp;
   if (new_time) {
     std::vector<int64_t> all = idx_.time.list();
     all.insert(all.end(), new_times_.begin(), new_times_.end());
-    format::IdxFile next = idx_;
     next.time.set(all);
-    HZIO_RETURN_IF_ERROR(io::replace_file_atomically(path_, next.to_text(), options_.durable));
+    auto tmp = io::write_temp_file(path_, next.to_text(), options_.durable);
+    if (!tmp.is_ok()) return tmp.status();
+    idx_tmp = tmp.value();
+  }
+  Status s = files_->publish();
+  for (const auto& [t, firsts] : written)
+    if (s.is_ok()) s = files_->remove_stale(t, firsts);
+  bool renamed = false;
+  if (s.is_ok() && new_time) s = io::rename_file(idx_tmp, path_, options_.durable, &renamed);
+  if (renamed) {  // published, even if the folder's fsync then failed
     idx_.time = next.time;
     new_times_.clear();
+    uncommitted_create_ = false;
+  } else if (!idx_tmp.empty()) {
+    (void)io::remove_path(idx_tmp);
   }
+  HZIO_RETURN_IF_ERROR(s);
   // The report covers every write since the previous commit.
   auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
   WriteReport r;
@@ -259,12 +271,17 @@ Result<std::unique_ptr<Dataset>> Dataset::create(const std::string& path_in, con
   auto impl = std::make_unique<Impl>(path, idx, o);
   HZIO_RETURN_IF_ERROR(impl->init_fields());
   HZIO_ASSIGN_OR_RETURN(core::CreatePlan plan, core::plan_create(path, idx, options.overwrite));
+  // The new .idx is on disk before the replaced dataset's files go, and takes their place last.
   std::vector<std::string> made;
   Status s = io::make_dirs(io::parent_dir(path), &made);
-  if (s.is_ok()) s = core::remove_replaced(plan);
-  if (s.is_ok()) s = io::replace_file_atomically(path, idx.to_text(), open_options.durable);
+  Result<std::string> tmp = s.is_ok() ? io::write_temp_file(path, idx.to_text(), open_options.durable) : Result<std::string>(s);
+  if (tmp.is_ok()) s = core::remove_replaced(plan);
+  else s = tmp.status();
+  bool renamed = false;
+  if (s.is_ok()) s = io::rename_file(tmp.value(), path, open_options.durable, &renamed);
   if (!s.is_ok()) {
-    for (auto it = made.rbegin(); it != made.rend(); ++it) (void)io::remove_path(*it);
+    if (tmp.is_ok()) (void)io::remove_path(renamed ? path : tmp.value());
+    for (auto it = made.rbegin(); it != made.rend(); ++it) (void)io::remove_empty_folder(*it);
     return s;
   }
   impl->created_dirs_ = std::move(made);
@@ -276,7 +293,9 @@ Result<std::unique_ptr<Dataset>> Dataset::open(const std::string& path_in, const
   const std::string path = io::absolute_path(path_in);
   HZIO_ASSIGN_OR_RETURN(std::string text, io::read_text_file(path));
   HZIO_ASSIGN_OR_RETURN(format::IdxFile idx, format::IdxFile::parse(text, path));
-  if (options.writable) HZIO_RETURN_IF_ERROR(idx.check_writes_back(path));
+  if (options.writable) {
+    if (Status back = idx.check_writes_back(path); !back.is_ok()) return Status(back.code(), back.message() + "; open it read-only");
+  }
   auto impl = std::make_unique<Impl>(path, std::move(idx), options);
   HZIO_RETURN_IF_ERROR(impl->init_fields());
   return std::unique_ptr<Dataset>(new Dataset(std::move(impl)));

@@ -17,7 +17,7 @@ namespace hzio::core {
 // characters).
 Result<std::string> data_folder_name(const std::string& idx_path);
 
-// What create must remove before it writes the new .idx.
+// What create must remove before it publishes the new .idx.
 struct CreatePlan {
   std::vector<std::string> remove;  // files of the dataset being replaced (data files, sidecars, logs)
   std::string data_root;            // the replaced dataset's data folder ("" = none, or the .idx's own)
@@ -27,12 +27,18 @@ struct CreatePlan {
 // absolute path `idx_path`, and lists what overwriting the dataset there removes: only the files its
 // templates name inside the .idx's folder. Errors, kInvalidArgument: the path is a folder or special
 // file; it exists and !overwrite; it exists but is not a readable .idx (nothing of it is removed); the
-// new data folder is taken by a file; the new data folder already holds files the new dataset would
-// read as its own that belong to no dataset being replaced.
+// new data folder is taken by a file, or is the data folder of another dataset next to it; the new
+// data folder already holds files the new dataset would read as its own that belong to no dataset
+// being replaced. kIo when the OS cannot tell what a path is.
 Result<CreatePlan> plan_create(const std::string& idx_path, const format::IdxFile& next, bool overwrite);
 
 // Local. Removes the files of plan.remove, then the folders below plan.data_root (and itself) that held
 // them and are left empty. Errors: kIo.
 Status remove_replaced(const CreatePlan& plan);
+
+// Local. Removes a dataset that create made and that never committed: its .idx, every file its
+// templates name inside the .idx's folder (create checked that none was there before), and the
+// folders in `made` and those that held the files, when empty. Best effort: errors are ignored.
+void remove_created(const std::string& idx_path, const format::IdxFile& idx, const std::vector<std::string>& made);
 
 }  // namespace hzio::core

@@ -56,6 +56,7 @@ TEST(DatasetPath, AWholeBlockWriteIntoABlockedDataFolderIsAnErrorNotACrash) {
   ds->abandon();  // nothing committed: the dataset this object created is removed again
   EXPECT_FALSE(fs::exists(dir + "/b.idx"));
   EXPECT_TRUE(fs::is_regular_file(dir + "/b"));
+  fs::remove_all(dir);
 }
 
 // The metadata create writes for small() at <dir>/o.idx with one block per file.
@@ -89,10 +90,15 @@ TEST(DatasetPath, OverwriteListsOnlyTheOldDatasetsFilesAndRefusesForeignDataFile
   for (const auto& f : plan->remove) EXPECT_EQ(f.find("readme"), std::string::npos) << f;
   EXPECT_EQ(plan->data_root, dir + "/o");
   EXPECT_EQ(plan_create(dir + "/o.idx", metadata_of_o(dir), false).status().code(), ErrorCode::kInvalidArgument);
-  fs::rename(dir + "/o.idx", dir + "/gone.idx");  // o/ now holds files of no dataset at o.idx
+  fs::rename(dir + "/o.idx", dir + "/other.idx");  // o/ is now the data folder of other.idx
+  auto taken = plan_create(dir + "/o.idx", metadata_of_o(dir), true);
+  EXPECT_EQ(taken.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(taken.status().message().find("of the dataset " + dir + "/other.idx"), std::string::npos) << taken.status().to_string();
+  fs::remove(dir + "/other.idx");  // o/ now holds files of no dataset
   auto refused = plan_create(dir + "/o.idx", metadata_of_o(dir), true);
   EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_NE(refused.status().message().find("belongs to no dataset"), std::string::npos);
+  EXPECT_NE(refused.status().message().find("belongs to no dataset"), std::string::npos) << refused.status().to_string();
+  fs::remove_all(dir);
 }
 
 }  // namespace

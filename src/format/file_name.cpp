@@ -150,6 +150,14 @@ Result<DataFileNames> DataFileNames::of(const IdxFile& idx, const std::string& i
     name = t.substr(0, fields[0].at) + time_part + "\x03" + tail;
   }
   name = resolve(name, idx_dir);
+  // Extra folders hold the hex digits of block numbers that the fields cannot (step 4 of the expansion).
+  int extra = 0;
+  if (!fields.empty()) {
+    int field_digits = 0;
+    for (const auto& f : fields) field_digits += f.digits;
+    const int needed = (std::max(0, idx.bitmask.max_level() - idx.bits_per_block) + 3) / 4;
+    extra = (std::max(0, needed - field_digits) + fields[0].digits - 1) / fields[0].digits;
+  }
   DataFileNames out;
   const size_t first_var = name.find_first_of("\x01\x02\x03");
   const size_t root_end = name.find_last_of('/', first_var == std::string::npos ? name.size() : first_var);
@@ -158,11 +166,11 @@ Result<DataFileNames> DataFileNames::of(const IdxFile& idx, const std::string& i
   for (size_t i = 0; i < name.size(); ++i) {
     if (name[i] == '\x01') pattern += "[ ]*-?[0-9]+";
     else if (name[i] == '\x02') pattern += "[0-9a-f]{" + std::string(1, name[++i]) + "}";
-    else if (name[i] == '\x03') pattern += "(?:[0-9a-f]{" + std::to_string(fields[0].digits) + "}/)*";
+    else if (name[i] == '\x03') pattern += "(?:[0-9a-f]{" + std::to_string(fields[0].digits) + "}/){0," + std::to_string(extra) + "}";
     else pattern += regex_escape(std::string_view(&name[i], 1));
     if (i > root_end && name[i] == '/') ++out.depth_;
   }
-  if (!fields.empty()) out.depth_ += 64 / (4 * fields[0].digits) + 1;  // extra folders for large block ids
+  out.depth_ += extra;
   pattern += "(?:\\.hzstats)?(?:\\.(?:log|tmp)\\.[0-9]+)?";
   try {
     out.pattern_ = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);

@@ -165,36 +165,49 @@ Status IdxFile::validate(std::string_view idx_name) {
       std::count(time.template_text.begin(), time.template_text.end(), '%') != 1) {
     return format_error(where + "(time) template '" + time.template_text + "' needs exactly one %d field");
   }
+  if (filename_template.size() > 4096 || time.template_text.size() > 4096) {
+    return format_error(where + "a file name template is longer than 4096 characters");
+  }
   // A template that names no file cannot serve any read: refused here, not at the first block.
   if (auto name = data_file_path(*this, "/", 0, time.declared && !time.any && !time.ranges.empty() ? time.ranges[0][0] : 0);
       !name.is_ok()) {
     return format_error(where + name.status().message());
   }
-  for (const auto& fd : fields) {
-    if (!holds_value(fd.dtype, fd.default_value, false)) {
-      return format_error(where + "field '" + fd.name + "': default_value(" + format_number(fd.default_value) +
-                          ") is outside the range of " + fd.dtype.to_string());
-    }
-  }
   return Status::ok();
 }
 
+namespace {
+
+// The values a scalar can take, as [lo, hi) in doubles; floats are closed at both ends.
+std::pair<double, double> scalar_range(Scalar scalar) {
+  switch (scalar) {
+    case Scalar::kInt8: return {-128, 128};
+    case Scalar::kUint8: return {0, 256};
+    case Scalar::kInt16: return {-32768, 32768};
+    case Scalar::kUint16: return {0, 65536};
+    case Scalar::kInt32: return {-2147483648.0, 2147483648.0};
+    case Scalar::kUint32: return {0, 4294967296.0};
+    case Scalar::kInt64: return {-9223372036854775808.0, 9223372036854775808.0};
+    case Scalar::kUint64: return {0, 18446744073709551616.0};
+    case Scalar::kFloat32: return {-std::numeric_limits<float>::max(), std::numeric_limits<float>::max()};
+    case Scalar::kFloat64: break;
+  }
+  return {-std::numeric_limits<double>::max(), std::numeric_limits<double>::max()};
+}
+
+}  // namespace
+
 bool holds_value(const DType& dtype, double v, bool exact) {
   if (!std::isfinite(v)) return false;
-  auto in = [&](double lo, double hi_exclusive) { return v >= lo && v < hi_exclusive && (!exact || v == std::floor(v)); };
-  switch (dtype.scalar) {
-    case Scalar::kInt8: return in(-128, 128);
-    case Scalar::kUint8: return in(0, 256);
-    case Scalar::kInt16: return in(-32768, 32768);
-    case Scalar::kUint16: return in(0, 65536);
-    case Scalar::kInt32: return in(-2147483648.0, 2147483648.0);
-    case Scalar::kUint32: return in(0, 4294967296.0);
-    case Scalar::kInt64: return in(-9223372036854775808.0, 9223372036854775808.0);
-    case Scalar::kUint64: return in(0, 18446744073709551616.0);
-    case Scalar::kFloat32: return std::fabs(v) <= std::numeric_limits<float>::max();
-    case Scalar::kFloat64: return true;
-  }
-  return false;
+  const auto [lo, hi] = scalar_range(dtype.scalar);
+  if (dtype.is_float()) return v >= lo && v <= hi;
+  return v >= lo && v < hi && (!exact || v == std::floor(v));
+}
+
+double clamp_value(const DType& dtype, double v) {
+  if (std::isnan(v)) return 0;
+  const auto [lo, hi] = scalar_range(dtype.scalar);
+  return std::clamp(v, lo, dtype.is_float() ? hi : std::nextafter(hi, lo));
 }
 
 namespace {
@@ -231,12 +244,18 @@ std::string first_difference(const IdxFile& a, const IdxFile& b) {
 }  // namespace
 
 Status IdxFile::check_writes_back(std::string_view idx_name) const {
+  const std::string where = "file " + std::string(idx_name) + ": ";
+  for (const auto& fd : fields) {
+    if (!holds_value(fd.dtype, fd.default_value, false)) {
+      return unsupported(where + "field '" + fd.name + "': default_value(" + format_number(fd.default_value) +
+                         ") is outside the range of " + fd.dtype.to_string() + ", so new samples cannot take it");
+    }
+  }
   auto back = parse(to_text(), "");
   const std::string what = back.is_ok() ? first_difference(*this, back.value()) : back.status().message();
   if (what.empty()) return Status::ok();
-  return unsupported("file " + std::string(idx_name) + ": hzio cannot write this .idx back faithfully (" +
-                     (back.is_ok() ? what + " would not read back the same" : "the text would not parse again: " + what) +
-                     "); open it read-only");
+  return unsupported(where + "hzio cannot write this .idx back faithfully (" +
+                     (back.is_ok() ? what + " would not read back the same" : "the text would not parse again: " + what) + ")");
 }
 
 std::string IdxFile::to_text() const {

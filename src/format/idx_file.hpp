@@ -68,8 +68,9 @@ struct IdxFile {
   Status validate(std::string_view idx_name);
   // Local. The text form, keys in the OpenVisus writer's order, unknown keys last.
   std::string to_text() const;
-  // Local. Checks that to_text() parses back to this same metadata, so that a commit that rewrites the
-  // .idx loses nothing. Errors: kUnsupported naming the first key or field that would not read back.
+  // Local. Checks what a writable open needs: every default value within its dtype's range, and
+  // to_text() parsing back to this same metadata, so that a commit that rewrites the .idx loses
+  // nothing. Errors: kUnsupported naming the field or the first key that would not read back.
   Status check_writes_back(std::string_view idx_name) const;
 
   int64_t total_blocks() const { return int64_t{1} << (bitmask.max_level() - bits_per_block); }
@@ -85,6 +86,9 @@ struct IdxFile {
 // Local. Whether every sample of `dtype` can take `value`: finite and within the scalar's range; with
 // `exact`, also representable without rounding to a whole number for integer scalars.
 bool holds_value(const DType& dtype, double value, bool exact);
+// Local. The value of `dtype` nearest to `value` (0 for NaN): what samples of a default value outside
+// the dtype's range read as.
+double clamp_value(const DType& dtype, double value);
 
 // Local. The data folder OpenVisus assumes when a .idx has no (filename_template): the .idx file name
 // without its extension (docs/format.md "File names").

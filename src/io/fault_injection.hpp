@@ -29,7 +29,7 @@ struct Fault {
 
 // Local, process-wide, thread-safe. Arms `fault`, replacing any armed one. kCreate hits File::open in
 // kCreate mode, kWrite every write (direct writes then go through the page cache, so that they can
-// stop at any byte), kSync fsync of a file, kRename a rename onto a hit path. Errors: kInvalidArgument
+// stop at any byte), kSync fsync of a file or folder, kRename a rename onto a hit path. Errors: kInvalidArgument
 // for a pattern that is not a regex.
 Status set_fault(const Fault& fault);
 // Local, process-wide, thread-safe. Disarms the fault.

@@ -27,6 +27,7 @@ Status os_error(const std::string& what, const std::string& path, int err) {
 }
 
 Status sync_dir(const std::string& dir) {
+  if (const int fault = fault_error(FaultOp::kSync, dir)) return os_error("fsync directory", dir, fault);
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
   if (fd < 0) return os_error("open directory", dir, errno);
   int rc = ::fsync(fd);
@@ -289,26 +290,32 @@ Result<std::string> read_text_file(const std::string& path, size_t max_bytes) {
   return text;
 }
 
-Status replace_file_atomically(const std::string& path, std::string_view text, bool durable) {
+Result<std::string> write_temp_file(const std::string& path, std::string_view text, bool durable) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    HZIO_ASSIGN_OR_RETURN(File f, File::open(tmp, File::Mode::kCreate));
-    Status s = f.write_at(0, std::as_bytes(std::span(text.data(), text.size())));
-    if (s.is_ok() && durable) s = f.sync();
-    if (s.is_ok()) s = f.close();
-    if (!s.is_ok()) {
-      (void)remove_path(tmp);
-      return s;
-    }
+  HZIO_ASSIGN_OR_RETURN(File f, File::open(tmp, File::Mode::kCreate));
+  Status s = f.write_at(0, std::as_bytes(std::span(text.data(), text.size())));
+  if (s.is_ok() && durable) s = f.sync();
+  if (s.is_ok()) s = f.close();
+  if (!s.is_ok()) {
+    (void)remove_path(tmp);
+    return s;
   }
-  Status s = rename_file(tmp, path, durable);
-  if (!s.is_ok() && file_exists(tmp)) (void)remove_path(tmp);
+  return tmp;
+}
+
+Status replace_file_atomically(const std::string& path, std::string_view text, bool durable) {
+  HZIO_ASSIGN_OR_RETURN(std::string tmp, write_temp_file(path, text, durable));
+  bool renamed = false;
+  Status s = rename_file(tmp, path, durable, &renamed);
+  if (!renamed) (void)remove_path(tmp);
   return s;
 }
 
-Status rename_file(const std::string& from, const std::string& to, bool durable) {
+Status rename_file(const std::string& from, const std::string& to, bool durable, bool* renamed) {
+  if (renamed) *renamed = false;
   if (const int fault = fault_error(FaultOp::kRename, to)) return os_error("rename to " + to + " from", from, fault);
   if (::rename(from.c_str(), to.c_str()) != 0) return os_error("rename to " + to + " from", from, errno);
+  if (renamed) *renamed = true;
   return durable ? sync_dir(parent_dir(to)) : Status::ok();
 }
 
@@ -339,16 +346,18 @@ Status make_dirs(const std::string& dir, std::vector<std::string>* created) {
   return Status::ok();
 }
 
-PathKind path_kind(const std::string& path) {
+Result<PathKind> path_kind(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
-    if (errno != ENOENT && errno != ENOTDIR) return PathKind::kOther;
+    if (errno != ENOENT && errno != ENOTDIR) return os_error("inspect", path, errno);
     // Missing, or a dangling link (lstat sees the link). A folder made meanwhile counts as missing.
     return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode) ? PathKind::kOther : PathKind::kMissing;
   }
   if (S_ISDIR(st.st_mode)) return PathKind::kDirectory;
   return S_ISREG(st.st_mode) ? PathKind::kFile : PathKind::kOther;
 }
+
+bool remove_empty_folder(const std::string& dir) { return ::rmdir(dir.c_str()) == 0; }
 
 Result<std::vector<std::string>> list_files(const std::string& dir, int max_depth) {
   std::vector<std::string> out;

@@ -92,8 +92,12 @@ Result<std::string> read_text_file(const std::string& path, size_t max_bytes = 6
 // Local. Writes `text` to path via a temporary file, fsync and rename, then syncs the directory,
 // so readers see the old or the new content, never a mix. Errors: kIo.
 Status replace_file_atomically(const std::string& path, std::string_view text, bool durable);
-// Local. rename(2), then (if durable) fsync of the destination directory. Errors: kIo.
-Status rename_file(const std::string& from, const std::string& to, bool durable);
+// Local. The first half of replace_file_atomically: writes `text` (and fsyncs it if durable) to
+// "<path>.tmp.<pid>" and returns that path; nothing is left behind on error. Errors: kIo.
+Result<std::string> write_temp_file(const std::string& path, std::string_view text, bool durable);
+// Local. rename(2), then (if durable) fsync of the destination directory. *renamed (when given) says
+// whether the rename happened, which it has when only the fsync failed. Errors: kIo.
+Status rename_file(const std::string& from, const std::string& to, bool durable, bool* renamed = nullptr);
 bool file_exists(const std::string& path);
 // Local. Removes a file or an empty directory if present. Errors: kIo.
 Status remove_path(const std::string& path);
@@ -101,8 +105,11 @@ Status remove_path(const std::string& path);
 Status remove_tree(const std::string& path);
 std::string parent_dir(const std::string& path);
 enum class PathKind { kMissing, kFile, kDirectory, kOther };
-// Local. What is at `path` (symbolic links followed; a dangling link is kOther).
-PathKind path_kind(const std::string& path);
+// Local. What is at `path` (symbolic links followed; a dangling link is kOther; a path under a file is
+// kMissing). Errors: kIo when the OS cannot tell (no permission, a name too long), naming the reason.
+Result<PathKind> path_kind(const std::string& path);
+// Local. Removes `dir` if it is an empty folder (never a link to one); returns whether it did.
+bool remove_empty_folder(const std::string& dir);
 // Local. Every entry below `dir` that is not a folder (files, links, special files), at most
 // `max_depth` folder levels down, without following links to folders. Errors: kIo.
 Result<std::vector<std::string>> list_files(const std::string& dir, int max_depth);

@@ -388,23 +388,28 @@ Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times, const pa
                                      parallel::FlushTimes& t) {
   auto& d = ds();
   double t0 = util::now_seconds();
+  format::IdxFile next = d.idx_;
+  std::vector<int64_t> all = d.idx_.time.list();
+  for (int64_t tm : times)
+    if (!d.idx_.time.contains(tm)) all.push_back(tm);
+  const bool grew = all.size() != d.idx_.time.list().size();
+  next.time.set(all);
   Status s = agree(comm, d.files_->prepare());
+  // As in the one-process commit: the new .idx is durable before any data file is renamed.
+  std::string idx_tmp;
+  if (s.is_ok() && grew) {
+    Status w;
+    if (rank == 0) {
+      auto tmp = io::write_temp_file(d.path_, next.to_text(), options.durable);
+      if (tmp.is_ok()) idx_tmp = tmp.value();
+      else w = tmp.status();
+    }
+    s = agree(comm, w);
+  }
   t.phases.write += util::now_seconds() - t0;
   t0 = util::now_seconds();
   if (s.is_ok()) s = agree(comm, d.files_->publish());
-  if (!s.is_ok()) {
-    d.files_->abort();
-    return s;
-  }
-  std::vector<int64_t> all = d.idx_.time.list();
-  bool grew = false;
-  for (int64_t tm : times) {
-    if (!d.idx_.time.contains(tm)) {
-      all.push_back(tm);
-      grew = true;
-    }
-  }
-  if (grew) {
+  if (s.is_ok() && grew) {
     Status stale;
     for (int64_t tm : times) {
       if (rank != 0 || d.idx_.time.contains(tm)) continue;
@@ -413,15 +418,26 @@ Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times, const pa
         if (c.time == tm) written.push_back(c.first_block);
       if (stale.is_ok()) stale = d.files_->remove_stale(tm, written);
     }
-    HZIO_RETURN_IF_ERROR(agree(comm, stale));
-    format::IdxFile next = d.idx_;
-    next.time.set(all);
-    Status w = rank == 0 ? io::replace_file_atomically(d.path_, next.to_text(), options.durable) : Status::ok();
-    HZIO_RETURN_IF_ERROR(agree(comm, w));
-    d.idx_.time = next.time;
+    s = agree(comm, stale);
   }
-  d.new_times_.clear();
-  d.uncommitted_create_ = false;
+  int renamed = 0;
+  if (s.is_ok() && grew) {
+    bool done = false;
+    Status w = rank == 0 ? io::rename_file(idx_tmp, d.path_, options.durable, &done) : Status::ok();
+    int mine = done ? 1 : 0;
+    parallel::allreduce(&mine, &renamed, 1, MPI_INT, MPI_MAX, comm);
+    s = agree(comm, w);
+  }
+  if (rank == 0 && !idx_tmp.empty() && !renamed) (void)io::remove_path(idx_tmp);
+  if (s.is_ok() || renamed) {  // published, even if the folder's fsync then failed
+    d.idx_.time = next.time;
+    d.new_times_.clear();
+    d.uncommitted_create_ = false;
+  }
+  if (!s.is_ok()) {
+    d.files_->abort();
+    return s;
+  }
   t.phases.commit += util::now_seconds() - t0;
   return Status::ok();
 }

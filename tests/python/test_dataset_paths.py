@@ -100,6 +100,33 @@ def test_paths_that_cannot_hold_a_dataset_are_refused_before_anything_changes(tm
     assert tree(tmp_path) == before
 
 
+def test_two_names_with_one_data_folder_are_refused_naming_the_other_dataset(tmp_path, rng):
+    write(tmp_path / "run.v1", rng.random(SHAPE, dtype=np.float32))
+    before = tree(tmp_path)
+    for name in ["run.v2", "run.idx", "run.IDX"]:
+        with pytest.raises(hzio.InvalidArgumentError, match="run.v1"):
+            hzio.create(tmp_path / name, shape=SHAPE, fields={"v": "float32"})
+    write(tmp_path / "c", rng.random(SHAPE, dtype=np.float32))  # data in c.data/
+    with pytest.raises(hzio.InvalidArgumentError, match=r"dataset \S*/c;"):
+        hzio.create(tmp_path / "c.data.idx", shape=SHAPE, fields={"v": "float32"})
+    assert {k: v for k, v in tree(tmp_path).items() if k in before} == before
+
+
+def test_overwrite_through_a_linked_data_folder_keeps_the_link_and_its_other_files(tmp_path, rng):
+    elsewhere = tmp_path / "scratch"
+    elsewhere.mkdir()
+    (elsewhere / "other.txt").write_text("keep")
+    (tmp_path / "ds").mkdir()
+    (tmp_path / "ds" / "x").symlink_to(elsewhere)
+    old, new = rng.random(SHAPE, dtype=np.float32), rng.random(SHAPE, dtype=np.float32)
+    write(tmp_path / "ds" / "x.idx", old)
+    assert any(p.suffix == ".bin" for p in elsewhere.iterdir())
+    write(tmp_path / "ds" / "x.idx", new, overwrite=True)
+    assert (tmp_path / "ds" / "x").is_symlink() and (elsewhere / "other.txt").read_text() == "keep"
+    with hzio.open(tmp_path / "ds" / "x.idx") as ds:
+        np.testing.assert_array_equal(ds.read(), new)
+
+
 def test_a_data_folder_blocked_after_create_fails_the_write_cleanly(tmp_path, rng):
     path = tmp_path / "blocked.idx"
     array = rng.random(SHAPE, dtype=np.float32)
@@ -187,6 +214,18 @@ def test_a_create_whose_first_commit_fails_leaves_nothing_behind(tmp_path, rng):
     hzio._core.inject_fault("write", r"\.bin", 28)
     try:
         with pytest.raises(hzio.IoError, match="disk full"):
+            ds.close()
+    finally:
+        hzio._core.clear_fault()
+    assert tree(tmp_path) == {}
+
+
+def test_a_create_whose_first_commit_fails_after_publishing_some_files_leaves_nothing(tmp_path, rng):
+    ds = hzio.create(tmp_path / "r.idx", shape=SHAPE, fields={"v": "float32"}, bits_per_block=6, blocks_per_file=1)
+    ds.write(rng.random(SHAPE, dtype=np.float32))
+    hzio._core.inject_fault("rename", r"/0003\.bin$", 5)  # EIO on the fourth file: three are published
+    try:
+        with pytest.raises(hzio.IoError):
             ds.close()
     finally:
         hzio._core.clear_fault()

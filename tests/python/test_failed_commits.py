@@ -3,7 +3,7 @@ the .idx exactly as it was: no timestep is published without its data, ``ds.time
 left behind that trips the next write, and the committed data reads as before.
 
 One process (durable and not) here; the collective writer runs the same steps in
-``mpi_scripts/failed_commit.py`` under mpiexec. The failures are injected with ``hzio._core.inject_fault``
+``mpi_scripts/collective_safety.py`` under mpiexec (``test_collective_safety.py``). The failures are injected with ``hzio._core.inject_fault``
 (``include/hzio/testing.hpp``) on the files whose path matches a pattern. Oracles: the .idx bytes saved
 before the write, NumPy arrays written earlier, ``hzio verify``.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -71,8 +72,9 @@ def test_a_failed_flush_publishes_nothing_it_did_not_write(tmp_path, rng, durabl
     assert os.strerror(err) in message or "disk full" in message, message
     assert path.read_bytes() == idx_before
     assert ds.times == [0]
-    # One data file per timestep: the rewrite is published whole only when the .idx step failed.
-    np.testing.assert_array_equal(ds.read(time=0), b if step.startswith("idx") else a)
+    # One data file per timestep. The new .idx is written before any data file is renamed, so only a
+    # failure of its own rename comes after the rewrite of timestep 0 is published.
+    np.testing.assert_array_equal(ds.read(time=0), b if step == "idx rename" else a)
     with pytest.raises(hzio.NotFoundError):
         ds.read(time=1)
     assert debris(tmp_path) == []
@@ -109,6 +111,26 @@ def test_a_failed_close_publishes_nothing_and_closes(tmp_path, rng, step):
     with hzio.open(path) as back:
         assert back.times == [0]
         np.testing.assert_array_equal(back.read(time=0), a)
+
+
+def test_a_commit_whose_last_folder_fsync_fails_reports_it_and_counts_as_published(tmp_path, rng):
+    a, b, c = arrays(rng)
+    path = tmp_path / "s.idx"
+    with hzio.create(path, shape=SHAPE, fields={"v": "float32"}, times=[0], bits_per_block=8) as ds:
+        ds.write(a, time=0)
+    ds = hzio.open(path, mode="r+")
+    ds.write(c, time=1)
+    hzio._core.inject_fault("sync", re.escape(str(tmp_path)) + "$", errno.EIO)  # the .idx's folder, after its rename
+    try:
+        with pytest.raises(hzio.IoError, match="fsync directory"):
+            ds.flush()
+    finally:
+        hzio._core.clear_fault()
+    assert ds.times == [0, 1]  # what the .idx on disk says
+    ds.close()
+    with hzio.open(path) as back:
+        assert back.times == [0, 1]
+        np.testing.assert_array_equal(back.read(time=1), c)
 
 
 def test_a_partial_block_held_in_memory_is_dropped_with_its_failed_commit(tmp_path, rng):
