@@ -34,6 +34,25 @@ Result<std::vector<TemplateField>> template_fields(const std::string& t) {
   return fields;
 }
 
+// A template's name (step 5 of docs/format.md "Template expansion"): the text before the first field,
+// the time component, the extra groups, then each field replaced by its text. Without fields, the time
+// component goes before the last path component.
+std::string expand(const std::string& t, const std::vector<TemplateField>& fields, const std::string& time_part,
+                   const std::vector<std::string>& field_text, const std::string& extra) {
+  if (fields.empty()) {
+    std::string name = t;
+    const size_t slash = name.find_last_of('/');
+    name.insert(slash == std::string::npos ? 0 : slash + 1, time_part);
+    return name;
+  }
+  std::string name = t.substr(0, fields[0].at) + time_part + extra;
+  for (size_t k = 0; k < fields.size(); ++k) {
+    const size_t next = k + 1 < fields.size() ? fields[k + 1].at : t.size();
+    name += field_text[k] + t.substr(fields[k].at + 4, next - fields[k].at - 4);
+  }
+  return name;
+}
+
 // A template's name with a leading "./" and $(CurrentFileDirectory) resolved against the .idx's folder.
 std::string resolve(std::string name, const std::string& idx_dir) {
   static const std::string kDirVar = "$(CurrentFileDirectory)";
@@ -73,35 +92,23 @@ Result<std::string> format_time(const std::string& tmpl, int64_t time) {
 }
 
 Result<std::string> data_file_path(const IdxFile& idx, const std::string& idx_dir, int64_t first_block, int64_t time) {
-  const std::string& t = idx.filename_template;
-  HZIO_ASSIGN_OR_RETURN(std::vector<TemplateField> fields, template_fields(t));
+  HZIO_ASSIGN_OR_RETURN(std::vector<TemplateField> fields, template_fields(idx.filename_template));
   std::string time_part;
   if (idx.time.declared && !idx.time.template_text.empty()) {
     HZIO_ASSIGN_OR_RETURN(time_part, format_time(idx.time.template_text, time));
   }
-  std::string name;
-  if (fields.empty()) {
-    name = t;  // one file holds every block; the time component still goes before the file name
-    size_t slash = name.find_last_of('/');
-    name.insert(slash == std::string::npos ? 0 : slash + 1, time_part);
-  } else {
-    uint64_t addr = static_cast<uint64_t>(first_block);
-    std::string tail;
-    size_t end = t.size();
-    for (size_t k = fields.size(); k-- > 0;) {
-      const auto& f = fields[k];
-      tail = hex(addr, f.digits) + t.substr(f.at + 4, end - f.at - 4) + tail;
-      addr = f.digits >= 16 ? 0 : addr >> (4 * f.digits);
-      end = f.at;
-    }
-    std::string extra;
-    while (addr != 0) {
-      extra = hex(addr, fields[0].digits) + "/" + extra;
-      addr = fields[0].digits >= 16 ? 0 : addr >> (4 * fields[0].digits);
-    }
-    name = t.substr(0, fields[0].at) + time_part + extra + tail;
+  // Fields take the block number's hex digits from the right; what is left goes to extra groups.
+  uint64_t addr = static_cast<uint64_t>(first_block);
+  std::vector<std::string> digits(fields.size());
+  for (size_t k = fields.size(); k-- > 0;) {
+    digits[k] = hex(addr, fields[k].digits);
+    addr = fields[k].digits >= 16 ? 0 : addr >> (4 * fields[k].digits);
   }
-  return resolve(std::move(name), idx_dir);
+  std::string extra;
+  for (; !fields.empty() && addr != 0; addr = fields[0].digits >= 16 ? 0 : addr >> (4 * fields[0].digits)) {
+    extra = hex(addr, fields[0].digits) + "/" + extra;
+  }
+  return resolve(expand(idx.filename_template, fields, time_part, digits, extra), idx_dir);
 }
 
 namespace {
@@ -117,39 +124,34 @@ std::string regex_escape(std::string_view text) {
 
 }  // namespace
 
-Result<DataFileNames> DataFileNames::of(const IdxFile& idx, const std::string& idx_dir) {
-  // Build the name as data_file_path does, with a marker for each variable part, then turn the
-  // markers into patterns: \x01 a time, \x02 N hex digits (N follows), \x03 the extra folders.
+namespace {
+
+// A dataset's data file name with markers for its variable parts: \x01 the time, \x02 followed by N
+// for a field of N hex digits, \x03 the extra folders. Errors: kFormat (templates).
+Result<std::string> marked_name(const IdxFile& idx, const std::string& idx_dir, std::vector<TemplateField>& fields) {
   const std::string& t = idx.filename_template;
   for (const std::string* text : {&t, &idx.time.template_text, &idx_dir}) {
     if (text->find_first_of("\x01\x02\x03") != std::string::npos) return format_error("a file name template has control characters");
   }
-  const bool timed = idx.time.declared && !idx.time.template_text.empty();
   std::string time_part;
-  if (timed) {
-    HZIO_ASSIGN_OR_RETURN(time_part, format_time(idx.time.template_text, 0));
-    const size_t pct = idx.time.template_text.find('%');
-    if (pct != std::string::npos) {
-      size_t end = idx.time.template_text.find_first_of("di", pct);
-      time_part = idx.time.template_text.substr(0, pct) + "\x01" + idx.time.template_text.substr(end + 1);
+  if (idx.time.declared && !idx.time.template_text.empty()) {
+    const std::string& tt = idx.time.template_text;
+    HZIO_ASSIGN_OR_RETURN(time_part, format_time(tt, 0));  // checks the template
+    if (const size_t pct = tt.find('%'); pct != std::string::npos) {
+      time_part = tt.substr(0, pct) + "\x01" + tt.substr(tt.find_first_of("di", pct) + 1);
     }
   }
-  HZIO_ASSIGN_OR_RETURN(std::vector<TemplateField> fields, template_fields(t));
-  std::string name;
-  if (fields.empty()) {
-    name = t;
-    size_t slash = name.find_last_of('/');
-    name.insert(slash == std::string::npos ? 0 : slash + 1, time_part);
-  } else {
-    std::string tail;
-    size_t end = t.size();
-    for (size_t k = fields.size(); k-- > 0;) {
-      tail = "\x02" + std::string(1, static_cast<char>('0' + fields[k].digits)) + t.substr(fields[k].at + 4, end - fields[k].at - 4) + tail;
-      end = fields[k].at;
-    }
-    name = t.substr(0, fields[0].at) + time_part + "\x03" + tail;
-  }
-  name = resolve(name, idx_dir);
+  HZIO_ASSIGN_OR_RETURN(fields, template_fields(t));
+  std::vector<std::string> markers;
+  for (const auto& f : fields) markers.push_back("\x02" + std::string(1, static_cast<char>('0' + f.digits)));
+  return resolve(expand(t, fields, time_part, markers, fields.empty() ? "" : "\x03"), idx_dir);
+}
+
+}  // namespace
+
+Result<DataFileNames> DataFileNames::of(const IdxFile& idx, const std::string& idx_dir) {
+  std::vector<TemplateField> fields;
+  HZIO_ASSIGN_OR_RETURN(std::string name, marked_name(idx, idx_dir, fields));
   // Extra folders hold the hex digits of block numbers that the fields cannot (step 4 of the expansion).
   int extra = 0;
   if (!fields.empty()) {
@@ -175,7 +177,7 @@ Result<DataFileNames> DataFileNames::of(const IdxFile& idx, const std::string& i
   try {
     out.pattern_ = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
   } catch (const std::regex_error&) {
-    return format_error("(filename_template) '" + t + "' cannot be matched");
+    return format_error("(filename_template) '" + idx.filename_template + "' cannot be matched");
   }
   return out;
 }

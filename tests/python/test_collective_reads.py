@@ -21,71 +21,23 @@ own session with a timeout; on timeout the session is killed and the test fails.
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import hz_expect as he
+import mpi_launch
 
 import hzio  # the package under test: a missing build must fail, not skip
 
-SCRIPT = Path(__file__).resolve().parent / "mpi_scripts" / "read_collective.py"
-LAUNCHER = os.environ.get("HZIO_MPIEXEC") or "mpiexec"
-MPIEXEC = shutil.which(LAUNCHER)
 RANKS = (1, 2, 3, 4)
 
-if MPIEXEC is None:
-    pytest.skip(f"{LAUNCHER} not found (install Open MPI or MPICH, or set HZIO_MPIEXEC)", allow_module_level=True)
-if importlib.util.find_spec("mpi4py") is None:
-    pytest.skip("mpi4py is not installed in this Python (pip install mpi4py)", allow_module_level=True)
-if not getattr(hzio._core, "with_mpi", False):
-    pytest.skip("this hzio was built without MPI (hzio._core.with_mpi is False)", allow_module_level=True)
-
-
-def _launcher_flags():
-    try:
-        version = subprocess.run([MPIEXEC, "--version"], capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return ["--oversubscribe"] if ("Open MPI" in version or "OpenRTE" in version) else []
-
-
-LAUNCHER_FLAGS = _launcher_flags()
+mpi_launch.skip_module_without_mpi()
 
 
 def run_mpi(nprocs, payload, timeout):
-    """Run the script under mpiexec in its own session; returns (result JSON or None, description)."""
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", PYTHONUNBUFFERED="1")
-    cmd = [MPIEXEC, "-n", str(nprocs), *LAUNCHER_FLAGS, sys.executable, str(SCRIPT), json.dumps(payload)]
-    start = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)
-    timed_out = False
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-    try:  # nothing of the session may outlive mpiexec
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    describe = (f"command: {' '.join(cmd[:-1])} '<payload>'\n"
-                f"{'TIMED OUT after' if timed_out else f'exit code {proc.returncode} after'} "
-                f"{time.monotonic() - start:.1f} s\nstdout (end):\n{out[-3000:]}\nstderr (end):\n{err[-3000:]}")
-    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
-    ok = not timed_out and proc.returncode == 0 and lines
-    return (json.loads(lines[-1]) if ok else None), describe
+    """Run ``mpi_scripts/read_collective.py``; returns (result JSON or None, description)."""
+    return mpi_launch.run_json(nprocs, "read_collective", payload, timeout)
 
 
 def write_serial_dataset(root, seed):
