@@ -36,7 +36,8 @@ def skip_module_without_mpi():
         pytest.skip("this hzio was built without MPI (hzio._core.with_mpi is False)", allow_module_level=True)
 
 
-def _launcher_flags():
+def launcher_flags():
+    """Flags the launcher needs to run more ranks than cores (Open MPI's ``--oversubscribe``)."""
     try:
         version = subprocess.run([MPIEXEC, "--version"], capture_output=True, text=True, timeout=20).stdout
     except (OSError, subprocess.TimeoutExpired):
@@ -54,7 +55,7 @@ def run_json(nprocs, script, payload, timeout):
         description of the run for failure messages. Nothing of the session outlives the call.
     """
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", PYTHONUNBUFFERED="1")
-    cmd = [MPIEXEC, "-n", str(nprocs), *_launcher_flags(), sys.executable, str(SCRIPTS / f"{script}.py"),
+    cmd = [MPIEXEC, "-n", str(nprocs), *launcher_flags(), sys.executable, str(SCRIPTS / f"{script}.py"),
            json.dumps(payload)]
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,

@@ -10,6 +10,7 @@ before the write, NumPy arrays written earlier, ``hzio verify``.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -39,6 +40,24 @@ STEPS = {
 SHAPE = (16, 16, 16)
 
 
+@contextlib.contextmanager
+def failing(op, pattern, err, expected=hzio.IoError):
+    """Arms a fault for the block and expects ``expected`` from it; yields the pytest.raises info."""
+    hzio._core.inject_fault(op, pattern, err)
+    try:
+        with pytest.raises(expected) as info:
+            yield info
+    finally:
+        hzio._core.clear_fault()
+
+
+def committed(path: Path, array, durable=True):
+    """Creates ``path`` with timestep 0 = ``array`` committed; returns it reopened for writing."""
+    with hzio.create(path, shape=SHAPE, fields={"v": "float32"}, times=[0], bits_per_block=8, durable=durable) as ds:
+        ds.write(array, time=0)
+    return hzio.open(path, mode="r+", durable=durable)
+
+
 def debris(folder: Path):
     return sorted(str(p) for p in folder.rglob("*") if ".log." in p.name or ".tmp." in p.name)
 
@@ -54,20 +73,13 @@ def test_a_failed_flush_publishes_nothing_it_did_not_write(tmp_path, rng, durabl
         pytest.skip("without durable no fsync is issued")
     a, b, c = arrays(rng)
     path = tmp_path / "f.idx"
-    with hzio.create(path, shape=SHAPE, fields={"v": "float32"}, times=[0], bits_per_block=8,
-                     durable=durable) as ds:
-        ds.write(a, time=0)
+    ds = committed(path, a, durable)
     idx_before = path.read_bytes()
-    ds = hzio.open(path, mode="r+", durable=durable)
     op, pattern, err = STEPS[step]
-    hzio._core.inject_fault(op, pattern, err)
-    try:
-        with pytest.raises(hzio.IoError) as failure:  # whole blocks reach their logs at once: writes may fail too
-            ds.write(b, time=0)  # a rewrite of a committed timestep
-            ds.write(c, time=1)  # and a new one
-            ds.flush()
-    finally:
-        hzio._core.clear_fault()
+    with failing(op, pattern, err) as failure:  # whole blocks reach their logs at once: writes may fail too
+        ds.write(b, time=0)  # a rewrite of a committed timestep
+        ds.write(c, time=1)  # and a new one
+        ds.flush()
     message = str(failure.value)
     assert os.strerror(err) in message or "disk full" in message, message
     assert path.read_bytes() == idx_before
@@ -92,18 +104,11 @@ def test_a_failed_flush_publishes_nothing_it_did_not_write(tmp_path, rng, durabl
 def test_a_failed_close_publishes_nothing_and_closes(tmp_path, rng, step):
     a, _, c = arrays(rng)
     path = tmp_path / "g.idx"
-    with hzio.create(path, shape=SHAPE, fields={"v": "float32"}, times=[0], bits_per_block=8) as ds:
-        ds.write(a, time=0)
+    ds = committed(path, a)
     idx_before = path.read_bytes()
-    ds = hzio.open(path, mode="r+")
     ds.write(c, time=1)
-    op, pattern, err = STEPS[step]
-    hzio._core.inject_fault(op, pattern, err)
-    try:
-        with pytest.raises(hzio.IoError):
-            ds.close()
-    finally:
-        hzio._core.clear_fault()
+    with failing(*STEPS[step]):
+        ds.close()
     assert path.read_bytes() == idx_before
     assert debris(tmp_path) == []
     with pytest.raises(hzio.InvalidArgumentError, match="closed"):
@@ -116,16 +121,11 @@ def test_a_failed_close_publishes_nothing_and_closes(tmp_path, rng, step):
 def test_a_commit_whose_last_folder_fsync_fails_reports_it_and_counts_as_published(tmp_path, rng):
     a, b, c = arrays(rng)
     path = tmp_path / "s.idx"
-    with hzio.create(path, shape=SHAPE, fields={"v": "float32"}, times=[0], bits_per_block=8) as ds:
-        ds.write(a, time=0)
-    ds = hzio.open(path, mode="r+")
+    ds = committed(path, a)
     ds.write(c, time=1)
-    hzio._core.inject_fault("sync", re.escape(str(tmp_path)) + "$", errno.EIO)  # the .idx's folder, after its rename
-    try:
-        with pytest.raises(hzio.IoError, match="fsync directory"):
-            ds.flush()
-    finally:
-        hzio._core.clear_fault()
+    with failing("sync", re.escape(str(tmp_path)) + "$", errno.EIO) as failure:  # the .idx's folder, after its rename
+        ds.flush()
+    assert "fsync directory" in str(failure.value)
     assert ds.times == [0, 1]  # what the .idx on disk says
     ds.close()
     with hzio.open(path) as back:
@@ -136,16 +136,10 @@ def test_a_commit_whose_last_folder_fsync_fails_reports_it_and_counts_as_publish
 def test_a_partial_block_held_in_memory_is_dropped_with_its_failed_commit(tmp_path, rng):
     a, b, _ = arrays(rng)
     path = tmp_path / "p.idx"
-    with hzio.create(path, shape=SHAPE, fields={"v": "float32"}, times=[0], bits_per_block=8) as ds:
-        ds.write(a, time=0)
-    ds = hzio.open(path, mode="r+")
+    ds = committed(path, a)
     ds.write(b[3:5, 2:9, 1:4], offset=(3, 2, 1), time=2)  # partial blocks: held until the commit
-    hzio._core.inject_fault("write", r"\.bin\.log\.", errno.ENOSPC)
-    try:
-        with pytest.raises(hzio.IoError):
-            ds.flush()
-    finally:
-        hzio._core.clear_fault()
+    with failing("write", r"\.bin\.log\.", errno.ENOSPC):
+        ds.flush()
     assert ds.times == [0]
     ds.close()
     with hzio.open(path) as back:

@@ -37,21 +37,16 @@ import numpy as np
 import pytest
 
 import hz_expect as he
+import mpi_launch
 import ov_helpers as oh
 
 import hzio  # the package under test: a missing build must fail, not skip
 
-SCRIPTS = Path(__file__).resolve().parent / "mpi_scripts"
-LAUNCHER = os.environ.get("HZIO_MPIEXEC") or "mpiexec"
-MPIEXEC = shutil.which(LAUNCHER)
+SCRIPTS = mpi_launch.SCRIPTS
+MPIEXEC = mpi_launch.MPIEXEC
 TIMEOUT_S = 60
 
-if MPIEXEC is None:
-    pytest.skip(f"{LAUNCHER} not found (install Open MPI or MPICH, or set HZIO_MPIEXEC)", allow_module_level=True)
-if importlib.util.find_spec("mpi4py") is None:
-    pytest.skip("mpi4py is not installed in this Python (pip install mpi4py)", allow_module_level=True)
-if not getattr(hzio._core, "with_mpi", False):
-    pytest.skip("this hzio was built without MPI (hzio._core.with_mpi is False)", allow_module_level=True)
+mpi_launch.skip_module_without_mpi()
 
 
 def _load(name):
@@ -118,15 +113,7 @@ class Run:
                 f"stdout (end):\n{self.stdout[-3000:]}\nstderr (end):\n{self.stderr[-3000:]}")
 
 
-def _launcher_flags():
-    try:
-        version = subprocess.run([MPIEXEC, "--version"], capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return ["--oversubscribe"] if ("Open MPI" in version or "OpenRTE" in version) else []
-
-
-LAUNCHER_FLAGS = _launcher_flags()
+LAUNCHER_FLAGS = mpi_launch.launcher_flags()
 
 
 def _session_members(sid):
