@@ -1,8 +1,8 @@
-"""The ``hzio`` command line: ``info``, ``read``, ``convert``, ``verify``, ``dump``, ``query``, ``index`` and
-``bench write`` over the public API.
+"""The ``hzio`` command line: ``info``, ``read``, ``convert``, ``verify``, ``dump``, ``query`` and ``index``
+over the public API.
 
 Run ``hzio -h`` or ``hzio COMMAND -h``. Errors print ``hzio: error: <message>`` on stderr and exit with
-status 2 (``verify`` exits 1 when it finds a corrupt block, ``bench write`` when a read-back differs); there is
+status 2 (``verify`` exits 1 when it finds a corrupt block or a timestep without data); there is
 never a traceback for hzio errors.
 """
 
@@ -12,7 +12,6 @@ import sys
 
 import hzio
 
-from ._bench_write import bench_write
 from ._cli_convert import convert
 from ._cli_dump import dump
 from ._cli_index import index
@@ -33,7 +32,6 @@ examples:
   hzio dump data.idx --field temperature --time 0
   hzio query data.idx --field temperature --range 1500 2000 --out front.npz
   mpiexec -n 4 hzio index openvisus_run.idx
-  mpiexec -n 4 hzio bench write --global 512,512,512 --placement both --json write.json
 """
 
 
@@ -57,7 +55,6 @@ def build_parser():
     _add_dump(sub)
     _add_query(sub)
     _add_index(sub)
-    _add_bench(sub)
     return parser
 
 
@@ -170,43 +167,6 @@ def _add_index(sub):
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def _add_bench(sub):
-    p = sub.add_parser("bench", help="benchmarks (run with mpiexec -n N)", description="Benchmarks of hzio against "
-                       "baselines measured in the same run; medians and ratios, never pass/fail on speed.")
-    bench = p.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
-    w = _add_command(bench, "write", bench_write, "collective writes: hzio vs file per process vs one MPI-IO file",
-                     "Under mpiexec -n N, each rank writes one box of a global array (fields x timesteps) with hzio\n"
-                     "(collective create, write, close) and, with the same bytes and fsync policy, to a file of its\n"
-                     "own (os.write per MiB) and to one shared file (MPI-IO Write_at_all). Prints the median time\n"
-                     "(slowest rank, between barriers) and MiB/s of each case, hzio's ratios to the baselines, and\n"
-                     "hzio's write report (phases, levels). Every rank then reads its box back and compares.")
-    w.add_argument("--global", dest="global_shape", metavar="Z,Y,X", default="512,512,512",
-                   help="global array shape in [z, y, x] order (default: 512,512,512)")
-    w.add_argument("--decomp", metavar="PZ,PY,PX",
-                   help="ranks per axis, product = rank count (default: a near-cubic factoring); uneven splits allowed")
-    w.add_argument("--fields", metavar="N", type=int, default=1, help="fields (default: 1)")
-    w.add_argument("--dtype", default="float32", help="field dtype, e.g. float32 or float32[3] (default: float32)")
-    w.add_argument("--timesteps", metavar="T", type=int, default=1, help="timesteps (default: 1)")
-    w.add_argument("--codec", default="raw", help="hzio codec (default: raw; baselines always write raw bytes)")
-    w.add_argument("--layout", default="hzorder", choices=["hzorder", "rowmajor"], help="default: hzorder")
-    w.add_argument("--bits-per-block", metavar="N", type=int, help="log2 of samples per block (default: OpenVisus's)")
-    w.add_argument("--blocks-per-file", metavar="N", type=int, help="blocks per data file (default: OpenVisus's)")
-    w.add_argument("--placement", default="localized", choices=["localized", "uniform", "both"],
-                   help="aggregator placement; both runs the two in the same run (default: localized)")
-    w.add_argument("--aggregator-count", metavar="N", type=int, default=0, help="cap on aggregators (default: 0, none)")
-    w.add_argument("--aggregator-bytes", metavar="BYTES", type=int, default=256 << 20,
-                   help="memory an aggregator may take per round (default: 268435456)")
-    w.add_argument("--copy", action=argparse.BooleanOptionalAction, default=True,
-                   help="hzio's write copies each array (default); --no-copy passes copy=False, so the flush "
-                        "reads the caller's arrays (the baselines write from them too)")
-    w.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=True,
-                   help="make every case durable: hzio durable=True, fsync, MPI File.Sync (default: on)")
-    w.add_argument("--reps", metavar="R", type=int, default=3, help="repetitions per case (default: 3)")
-    w.add_argument("--dir", default="hzio_bench_tmp",
-                   help="scratch folder; the run works in DIR/write_<pid> and removes it (default: ./hzio_bench_tmp)")
-    w.add_argument("--json", metavar="PATH", help="also write the full results as JSON (rank 0)")
-
-
 def main(argv=None):
     """Run the ``hzio`` command line and return its exit status.
 
@@ -218,7 +178,7 @@ def main(argv=None):
     Returns
     -------
     int
-        0 on success, 1 when ``verify`` finds corruption or ``bench write`` reads back wrong data, 2 on a
+        0 on success, 1 when ``verify`` finds corruption or a timestep without data, 2 on a
         usage or hzio error, 130 on Ctrl-C.
 
     Examples

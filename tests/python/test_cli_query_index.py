@@ -1,9 +1,10 @@
-"""``hzio query``, ``hzio index`` and ``hzio bench write``, run as ``python -m hzio`` (and under ``mpiexec``).
+"""``hzio query`` and ``hzio index``, run as ``python -m hzio`` (and under ``mpiexec``), and a smoke run of
+the MPI write benchmark ``bench/write_bench.py`` (run as a script, never imported).
 
 Oracles: NumPy scans of the arrays written, restricted to a level's grid with ``hz_expect.level_slices``
 (query); per-block count, min and max computed here from HZ addresses (``hz_expect.hz_address``) and the
 known values of the OpenVisus-written samples (index); the sidecar bytes of a one-process index (index
-under mpiexec); the benchmark's own collective read-back check and its JSON (bench write).
+under mpiexec); the benchmark's own collective read-back check and its JSON.
 
 Notes
 -----
@@ -18,7 +19,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -28,12 +28,13 @@ import numpy as np
 import pytest
 
 import hz_expect as he
+import mpi_launch
 
 import hzio
-from hzio import _bench_write
 
-LAUNCHER = os.environ.get("HZIO_MPIEXEC") or "mpiexec"
-MPIEXEC = shutil.which(LAUNCHER)
+LAUNCHER = mpi_launch.LAUNCHER
+MPIEXEC = mpi_launch.MPIEXEC
+WRITE_BENCH = Path(__file__).resolve().parents[2] / "bench" / "write_bench.py"
 MPI_MISSING = (f"{LAUNCHER} not found" if MPIEXEC is None else
                "mpi4py is not installed" if importlib.util.find_spec("mpi4py") is None else
                "hzio was built without MPI" if not getattr(hzio._core, "with_mpi", False) else None)
@@ -53,12 +54,12 @@ def run_ok(*args, cwd=None):
     return proc
 
 
-def run_mpi(nprocs, *args, cwd=None):
-    """Run ``mpiexec -n N python -m hzio ARGS`` in its own session; kill the session on timeout."""
-    version = subprocess.run([MPIEXEC, "--version"], capture_output=True, text=True, timeout=20).stdout
-    flags = ["--oversubscribe"] if ("Open MPI" in version or "OpenRTE" in version) else []
+def run_mpi(nprocs, *args, cwd=None, script=None):
+    """Run ``mpiexec -n N python -m hzio ARGS`` (or ``python SCRIPT ARGS``) in its own session; kill the
+    session on timeout."""
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", PYTHONUNBUFFERED="1")
-    cmd = [MPIEXEC, "-n", str(nprocs), *flags, sys.executable, "-m", "hzio", *map(str, args)]
+    program = [str(script)] if script else ["-m", "hzio"]
+    cmd = [MPIEXEC, "-n", str(nprocs), *mpi_launch.launcher_flags(), sys.executable, *program, *map(str, args)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
                             start_new_session=True)
     try:
@@ -247,20 +248,7 @@ def test_index_under_mpiexec_writes_the_sidecars_of_a_serial_index(sample_copy, 
     assert _sidecars(path) == serial
 
 
-# ---------------------------------------------------------------------------------------------- bench write
-@pytest.mark.parametrize("ranks, shape", [(1, (5, 7, 3)), (2, (32, 32, 32)), (3, (10, 7, 5)), (6, (2, 64, 64)),
-                                          (8, (9, 9, 9)), (4, (100, 37))])
-def test_bench_decomposition_tiles_the_global_array(ranks, shape):
-    decomp = _bench_write.near_cubic_decomp(ranks, shape)
-    assert int(np.prod(decomp)) == ranks
-    cover = np.zeros(shape, np.int32)
-    for r in range(ranks):
-        lo, hi = _bench_write.rank_box(shape, decomp, r)
-        assert all(h - l >= 1 for l, h in zip(lo, hi))
-        cover[tuple(slice(l, h) for l, h in zip(lo, hi))] += 1
-    assert (cover == 1).all()
-
-
+# ---------------------------------------------------------------------------------------------- write benchmark
 BENCH_CASES = {
     "documented": (2, ["--global", "32,32,32", "--reps", 1, "--placement", "both"]),
     "uneven-vector-timesteps": (3, ["--global", "11,9,5", "--decomp", "1,1,3", "--dtype", "int16[2]", "--fields", 2,
@@ -274,7 +262,7 @@ BENCH_CASES = {
 def test_bench_write_under_mpiexec_checks_its_writes_and_reports(tmp_path, case):
     ranks, args = BENCH_CASES[case]
     out = tmp_path / "bench.json"
-    proc = run_mpi(ranks, "bench", "write", *args, "--json", out, cwd=tmp_path)
+    proc = run_mpi(ranks, *args, "--json", out, cwd=tmp_path, script=WRITE_BENCH)
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
     assert not (tmp_path / "hzio_bench_tmp").exists(), "the scratch folder was left behind"
     assert proc.stdout.count("read-back check") == proc.stdout.count(": OK (every rank read its box") >= 1

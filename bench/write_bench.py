@@ -1,11 +1,12 @@
-"""The ``hzio bench write`` subcommand: collective hzio writes against IOR-like baselines in the same MPI run.
+"""Collective hzio writes against IOR-like baselines in the same MPI run.
 
-Run it with ``mpiexec -n N hzio bench write ...``. Each rank owns one box of a global array; every case
+Run it with ``mpiexec -n N .venv/bin/python bench/write_bench.py ...`` (``-h`` lists the options). Each rank owns one box of a global array; every case
 writes the same bytes with the same fsync policy: file per process (``os.write`` per MiB), one shared
 file with MPI-IO collective writes, and hzio (``hzio.create(..., comm=...)``, one case per placement).
 Times are the maximum over ranks between two barriers; medians over the repetitions are reported.
 """
 
+import argparse
 import itertools
 import json
 import os
@@ -19,7 +20,39 @@ import numpy as np
 
 import hzio
 
-from ._cli_util import MIB, UsageError, parse_ints, print_fields, print_table, shape_text
+MIB = 1 << 20
+
+
+class UsageError(Exception):
+    """A bad option: printed as ``write_bench: error: ...`` with exit status 2."""
+
+
+def parse_ints(text, option):
+    """``"4,8,16"`` -> ``(4, 8, 16)``; positive integers only."""
+    try:
+        values = tuple(int(p) for p in text.split(",") if p.strip())
+    except ValueError:
+        values = ()
+    if not values or min(values) < 1:
+        raise UsageError(f"{option} expects comma-separated positive integers, got {text!r}")
+    return values
+
+
+def shape_text(shape):
+    return " x ".join(map(str, shape))
+
+
+def print_fields(pairs):
+    width = max(len(label) for label, _ in pairs)
+    for label, value in pairs:
+        print(f"  {label:<{width}}  {value}")
+
+
+def print_table(rows):
+    """Rows of strings, the first a header; columns padded to their widest cell, numbers to the right."""
+    widths = [max(map(len, col)) for col in zip(*rows)]
+    for row in rows:
+        print("  " + "  ".join(c.rjust(w) if c[:1].isdigit() else c.ljust(w) for c, w in zip(row, widths)).rstrip())
 
 PIECE_BYTES = MIB  # os.write size of the file-per-process baseline
 MPIIO_PIECE_BYTES = 1 << 30  # largest Write_at_all: MPI counts are C ints
@@ -175,7 +208,7 @@ def _mpi():
     try:
         from mpi4py import MPI
     except ImportError as e:
-        raise UsageError(f"hzio bench write needs mpi4py (pip install mpi4py): {e}") from None
+        raise UsageError(f"write_bench needs mpi4py (pip install mpi4py): {e}") from None
     return MPI, MPI.COMM_WORLD  # an hzio built without MPI fails in its first create, on every rank
 
 
@@ -213,12 +246,12 @@ def _run_dir(comm, parent):
 
 
 def bench_write(args):
-    """Run ``hzio bench write`` (Collective over ``MPI.COMM_WORLD``); rank 0 prints and writes ``--json``.
+    """Run the benchmark (Collective over ``MPI.COMM_WORLD``); rank 0 prints and writes ``--json``.
 
     Parameters
     ----------
     args : argparse.Namespace
-        The options of ``hzio bench write -h``.
+        The options of ``write_bench.py -h``.
 
     Returns
     -------
@@ -236,7 +269,7 @@ def bench_write(args):
 
     Examples
     --------
-    ``mpiexec -n 4 hzio bench write --global 512,512,512 --placement both --json write.json``
+    ``mpiexec -n 4 .venv/bin/python bench/write_bench.py --global 512,512,512 --placement both --json write.json``
     """
     MPI, comm = _mpi()
     cfg = _config(args, comm.Get_size())
@@ -347,7 +380,7 @@ def _result(MPI, comm, cfg, seconds, reports, problems, total, byte_range, load_
 def print_bench(r):
     """Print the dict of :func:`bench_write` as text: setup, the case table, then each hzio case's report."""
     c = r["config"]
-    print(f"hzio bench write: {r['ranks']} ranks, global {shape_text(c['global'])} ([z, y, x]), decomposition "
+    print(f"write_bench: {r['ranks']} ranks, global {shape_text(c['global'])} ([z, y, x]), decomposition "
           f"{shape_text(c['decomp'])}, {_count(c['fields'], 'field')} of {c['dtype']}, "
           f"{_count(c['timesteps'], 'timestep')}")
     print_fields([
@@ -398,3 +431,54 @@ def _print_report(title, rep):
     rows += [[str(lv["level"]), str(lv["blocks"]), f"{lv['bytes'] / MIB:.3f}", f"{lv['hz_max']:.4f}",
               f"{lv['write_max']:.4f}"] for lv in rep["levels"]]
     print_table(rows)
+
+
+def build_parser():
+    """The options of the benchmark."""
+    w = argparse.ArgumentParser(
+        prog="write_bench.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Under mpiexec -n N, each rank writes one box of a global array (fields x timesteps) with hzio\n"
+                    "(collective create, write, close) and, with the same bytes and fsync policy, to a file of its\n"
+                    "own (os.write per MiB) and to one shared file (MPI-IO Write_at_all). Prints the median time\n"
+                    "(slowest rank, between barriers) and MiB/s of each case, hzio's ratios to the baselines, and\n"
+                    "hzio's write report (phases, levels). Every rank then reads its box back and compares.")
+    w.add_argument("--global", dest="global_shape", metavar="Z,Y,X", default="512,512,512",
+                   help="global array shape in [z, y, x] order (default: 512,512,512)")
+    w.add_argument("--decomp", metavar="PZ,PY,PX",
+                   help="ranks per axis, product = rank count (default: a near-cubic factoring); uneven splits allowed")
+    w.add_argument("--fields", metavar="N", type=int, default=1, help="fields (default: 1)")
+    w.add_argument("--dtype", default="float32", help="field dtype, e.g. float32 or float32[3] (default: float32)")
+    w.add_argument("--timesteps", metavar="T", type=int, default=1, help="timesteps (default: 1)")
+    w.add_argument("--codec", default="raw", help="hzio codec (default: raw; baselines always write raw bytes)")
+    w.add_argument("--layout", default="hzorder", choices=["hzorder", "rowmajor"], help="default: hzorder")
+    w.add_argument("--bits-per-block", metavar="N", type=int, help="log2 of samples per block (default: OpenVisus's)")
+    w.add_argument("--blocks-per-file", metavar="N", type=int, help="blocks per data file (default: OpenVisus's)")
+    w.add_argument("--placement", default="localized", choices=["localized", "uniform", "both"],
+                   help="aggregator placement; both runs the two in the same run (default: localized)")
+    w.add_argument("--aggregator-count", metavar="N", type=int, default=0, help="cap on aggregators (default: 0, none)")
+    w.add_argument("--aggregator-bytes", metavar="BYTES", type=int, default=256 << 20,
+                   help="memory an aggregator may take per round (default: 268435456)")
+    w.add_argument("--copy", action=argparse.BooleanOptionalAction, default=True,
+                   help="hzio's write copies each array (default); --no-copy passes copy=False, so the flush "
+                        "reads the caller's arrays (the baselines write from them too)")
+    w.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=True,
+                   help="make every case durable: hzio durable=True, fsync, MPI File.Sync (default: on)")
+    w.add_argument("--reps", metavar="R", type=int, default=3, help="repetitions per case (default: 3)")
+    w.add_argument("--dir", default="hzio_bench_tmp",
+                   help="scratch folder; the run works in DIR/write_<pid> and removes it (default: ./hzio_bench_tmp)")
+    w.add_argument("--json", metavar="PATH", help="also write the full results as JSON (rank 0)")
+    return w
+
+
+def main(argv=None):
+    """Exit status: 0, 1 when a read-back differs, 2 on a bad option or an hzio error."""
+    args = build_parser().parse_args(argv)
+    try:
+        return bench_write(args)
+    except (UsageError, hzio.Error) as e:
+        print(f"write_bench: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
