@@ -179,8 +179,8 @@ class ProgressiveRead {
 // possibly holding an earlier buffer's bytes until overwritten. Buffers of
 // 2 MiB and more are kept for reuse when freed (up to 1 GiB and 16 buffers per process, shared with
 // hzio's own scratch memory, released to the kernel lazily under memory pressure), so that repeated
-// large reads skip the kernel's zeroing of fresh pages: about a quarter of the CPU time of a warm
-// 4-rank read of 512^3 float32. Local; constructing and destroying are thread-safe. Throws
+// large reads skip the kernel's zeroing of fresh pages, a large share of a warm read's CPU time
+// (bench/read_bench.py measures warm reads). Local; constructing and destroying are thread-safe. Throws
 // std::bad_alloc.
 class ReadBuffer {
  public:

@@ -51,6 +51,11 @@ struct DType {
 // Sample order inside a stored block (the IDX block-header flag 0x10 says which).
 enum class Layout : uint8_t { kHzOrder, kRowMajor };
 
+// The flags word of a stored block (docs/format.md "Block header"): its low nibble is the codec's code,
+// bit 0x10 says the samples are in row-major order.
+inline constexpr uint32_t kBlockFlagCodecMask = 0x0F;
+inline constexpr uint32_t kBlockFlagRowMajor = 0x10;
+
 // The samples of one resolution level inside a box: origin + i * spacing for 0 <= i < count, x first.
 // Arrays that hold such a grid are x-fastest (C order [z][y][x]).
 struct SampleGrid {

@@ -208,6 +208,8 @@ NB_MODULE(_core, m) {
     return nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(data, 1, shape, owner);
   });
 
+  m.attr("BLOCK_FLAG_CODEC_MASK") = kBlockFlagCodecMask;
+  m.attr("BLOCK_FLAG_ROW_MAJOR") = kBlockFlagRowMajor;
   // Test hooks (hzio/testing.hpp): simulated disk failures on the files whose path matches a regex.
   m.def("inject_fault", [](const std::string& op, const std::string& path_pattern, int error, int64_t after_bytes) {
     check(testing::inject_fault(op, path_pattern, error, after_bytes));

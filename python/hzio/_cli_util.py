@@ -30,7 +30,7 @@ def codec_name(code):
 
 
 def layout_name(rowmajor):
-    """Return ``"rowmajor"`` or ``"hzorder"`` for a block's layout flag (0x10)."""
+    """Return ``"rowmajor"`` or ``"hzorder"`` for a block's layout flag."""
     return "rowmajor" if rowmajor else "hzorder"
 
 

@@ -297,8 +297,8 @@ class Dataset:
             known = r["stats_known"] and (r["count"] > 0 or not present)
             mn = r["min"] if known and r["count"] > 0 else [np.nan] * comps
             mx = r["max"] if known and r["count"] > 0 else [np.nan] * comps
-            out[i] = (r["block"], r["level"], r["file"], present, r["offset"], r["size"], r["flags"] & 0x0F,
-                      bool(r["flags"] & 0x10), r["entry"] % bpf, r["entry"], known, r["count"] if known else 0,
+            out[i] = (r["block"], r["level"], r["file"], present, r["offset"], r["size"], r["flags"] & _core.BLOCK_FLAG_CODEC_MASK,
+                      bool(r["flags"] & _core.BLOCK_FLAG_ROW_MAJOR), r["entry"] % bpf, r["entry"], known, r["count"] if known else 0,
                       mn if comps > 1 else mn[0], mx if comps > 1 else mx[0])
         return out
 

@@ -204,7 +204,7 @@ std::string CodecSpec::to_string() const {
 }
 
 Result<CodecKind> codec_kind_from_flags(uint32_t flags) {
-  const uint32_t code = flags & 0xF;
+  const uint32_t code = flags & kBlockFlagCodecMask;
   switch (code) {
     case 0: return CodecKind::kRaw;
     case 3: return CodecKind::kZip;

@@ -16,7 +16,7 @@ Result<Layout> load_block(const BlockLocation& where, const FieldCoding& field, 
                           int ndim, uint64_t block, std::vector<std::byte>& scratch, std::span<std::byte> out,
                           ReadReport* report) {
   const auto& e = where.entry;
-  const Layout layout = stored_layout(e.flags);
+  const Layout layout = format::layout_of(e.flags);
   auto kind = codec::codec_kind_from_flags(e.flags);
   auto where_text = [&] { return "file " + where.file->path() + ": block " + std::to_string(block) + ": "; };
   if (!kind.is_ok()) return Status(kind.status().code(), where_text() + kind.status().message());
@@ -75,7 +75,7 @@ stats::BlockStats stats_as_stored(const FieldCoding& field, const hzorder::HzSpa
 
 Result<uint32_t> encode_block(const FieldCoding& field, const hzorder::HzSpace& space, int ndim, uint64_t block,
                               std::span<const std::byte> raw, std::vector<std::byte>& payload) {
-  uint32_t flags = static_cast<uint32_t>(field.codec.kind) | (field.layout == Layout::kRowMajor ? format::kFlagRowMajor : 0);
+  uint32_t flags = format::block_flags(static_cast<uint32_t>(field.codec.kind), field.layout);
   if (field.codec.kind == codec::CodecKind::kRaw) {
     payload.assign(raw.begin(), raw.end());
     return flags;

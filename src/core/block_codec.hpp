@@ -45,7 +45,5 @@ stats::BlockStats stats_as_stored(const FieldCoding& field, const hzorder::HzSpa
 // Local. The block's samples as one grid (its row-major run): for zfp dims and layout conversion.
 hzorder::Run block_grid(const hzorder::HzSpace& space, uint64_t block);
 
-// Local. The layout a stored block's header flags name (format.md "Block header": bit 0x10).
-inline Layout stored_layout(uint32_t flags) { return (flags & format::kFlagRowMajor) ? Layout::kRowMajor : Layout::kHzOrder; }
 
 }  // namespace hzio::core

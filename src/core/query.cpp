@@ -90,9 +90,9 @@ Status Dataset::query(const Box& box, int level, std::string_view field, int64_t
       skipped += 1;
     } else {
       const auto& e = where.value()->entry;
-      const bool raw = (e.flags & 0xF) == 0 && e.size == bytes;
+      const bool raw = format::codec_code_of(e.flags) == 0 && e.size == bytes;
       const auto& parts = st.value() ? st.value()->parts : std::vector<stats::RangeStats>{};
-      layout = core::stored_layout(e.flags);
+      layout = format::layout_of(e.flags);
       if (raw && !parts.empty()) {  // read only the parts whose statistics meet the range
         const uint64_t len = (uint64_t{1} << bpb) / parts.size();
         for (size_t p = 0; p < parts.size() && s.is_ok(); ++p) {

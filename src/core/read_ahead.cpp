@@ -20,7 +20,8 @@ Prefetcher::~Prefetcher() {
 
 void Prefetcher::run(const std::vector<Span>& blocks) {
   constexpr uint64_t kGap = uint64_t{64} << 10;  // blocks this close merge into one request
-  // Requests of up to 64 MiB: a cold 512^3 read took 0.43-0.57 s with them, 0.50-0.65 s with 4 MiB.
+  // Requests of up to 64 MiB: larger hints let the kernel read each file in longer sequential runs,
+  // which cold reads gain from over 4 MiB requests (bench/read_bench.py, cold full reads).
   constexpr uint64_t kRequest = uint64_t{64} << 20;
   const auto issue = [](const Span& s) {
     if (!s.file->resident(s.begin, s.end - s.begin)) s.file->advise_willneed(s.begin, s.end - s.begin);
@@ -82,9 +83,9 @@ BlockLoader::~BlockLoader() {
 }
 
 void BlockLoader::run() {
-  // One sequential stream: on a cold 512^3 read, loading the four data files one after the other took
-  // 194-196 ms, as long as sendfile of the whole files, and the read 217 ms; four threads interleaving
-  // the files by need took 236 ms to load and 283 ms to read (one thread interleaving: 253 ms, 324 ms).
+  // One sequential stream: loading the data files one after the other, front to back, reads them as
+  // fast as a plain sendfile of the whole files, while interleaving the files by need (from one thread
+  // or several) makes the disk seek and delays the read (bench/read_bench.py, cold full reads).
   constexpr uint64_t kRequest = uint64_t{8} << 20;
   for (const std::vector<uint32_t>& file : files_) {
     for (size_t from = 0; from < file.size() && !stop_;) {

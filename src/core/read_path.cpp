@@ -51,7 +51,8 @@ namespace {
 
 // Whether the blocks look cached: the first, middle and last page of each block (of an even sample of
 // at most about 4096 blocks) are in the page cache. Asking mincore about every page of the files' spans
-// cost 7 % of the CPU time of a warm 4-rank read (it looks pages up one by one). A block evicted between
+// is a visible part of the CPU time of a warm collective read (it looks pages up one by one;
+// bench/read_bench.py part (b), warm). A block evicted between
 // the probed pages is still read correctly, through page faults, like a page evicted after the check.
 bool blocks_resident(const std::vector<core::Span>& blocks) {
   constexpr size_t kMaxBlocks = 4096;
@@ -142,7 +143,7 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
 bool Dataset::Impl::mapped(const core::BlockLocation& w, int field) const {
   // A raw block of a committed file can be placed straight from the page cache (one pass, no copy).
   const uint64_t bytes = block_bytes(field);
-  return w.committed && (w.entry.flags & 0xF) == 0 && w.entry.size == bytes && w.file->map_readonly() &&
+  return w.committed && format::codec_code_of(w.entry.flags) == 0 && w.entry.size == bytes && w.file->map_readonly() &&
          w.entry.offset + bytes <= w.file->mapped_bytes();
 }
 
@@ -154,7 +155,7 @@ Status Dataset::Impl::read_in_windows(ReadPlan& plan, const Box& box, int level,
   for (size_t i = 0; i < plan.blocks.size(); ++i) {
     if (!plan.where[i]) continue;
     const core::BlockLocation& w = *plan.where[i];
-    placed.push_back(core::make_placed_block(runs_to_place(plan.blocks[i], core::stored_layout(w.entry.flags), min_level, level),
+    placed.push_back(core::make_placed_block(runs_to_place(plan.blocks[i], format::layout_of(w.entry.flags), min_level, level),
                                              w.file->map_readonly() + w.entry.offset));
     placed_spans.push_back({w.file.get(), w.entry.offset, w.entry.offset + w.entry.size});
   }
@@ -181,7 +182,7 @@ Status Dataset::Impl::read_block_by_block(ReadPlan& plan, const Box& box, int le
   }
   // Only dense reads are streamed: when the blocks are a small part of their files' spans (a slab of a
   // collective read, whose neighbours' blocks lie in between), the kernel's own readahead, which reads
-  // through the gaps in large requests, measured faster.
+  // through the gaps in large requests, is faster (bench/read_bench.py part (b) times slab reads).
   uint64_t span_bytes = 0;
   for (const core::Span& sp : plan.spans) span_bytes += sp.end - sp.begin;
   std::vector<core::Span> streamed;
@@ -209,7 +210,7 @@ Status Dataset::Impl::read_block_by_block(ReadPlan& plan, const Box& box, int le
       layout = keep->blocks[0].first;
       data = keep->blocks[0].second.data();
     } else if (w && !(keep && b == 0) && mapped(*w, field)) {
-      layout = core::stored_layout(w->entry.flags);
+      layout = format::layout_of(w->entry.flags);
       data = w->file->map_readonly() + w->entry.offset;
       mine.bytes_read += w->entry.size;
       read += 1;

@@ -11,10 +11,11 @@ namespace {
 
 using hzorder::Run;
 
-// Windows of about 1 MiB, the size of an L2 cache here. Warm 512^3 float32 reads (medians of 10, same
-// runs): one process 61-62 ms with 2^18-sample windows, 63-66 ms with 2^19, 68 ms with 2^17, and 4 ranks
-// each reading a z slab 65 ms, 67-71 ms, 70-71 ms; smaller and larger windows were slower still, and
-// decoding each window straight into the output (no buffer) took twice as long.
+// Windows of about 1 MiB, the size of a core's L2 cache: the window buffer stays in cache while its
+// blocks are copied in. Smaller windows add per-window work and cut blocks into more parts, larger ones
+// no longer fit, and decoding each window straight into the output (no buffer) loses the cache
+// altogether. The size was chosen with warm full reads, one process and z slabs over 4 ranks
+// (bench/read_bench.py parts (a) and (b)).
 constexpr size_t kWindowBytes = size_t{1} << 20;
 
 int64_t window_count(const WindowPlan& t) { return t.count[0] * t.count[1] * t.count[2]; }

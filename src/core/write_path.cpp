@@ -56,7 +56,7 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
   // for raw blocks in block order (which keeps the data file canonical), then encode on the pool; raw
   // blocks are written by the workers at their reserved offsets, compressed ones appended in order.
   const bool raw_codec = fc.codec.kind == codec::CodecKind::kRaw;
-  const uint32_t raw_flags = static_cast<uint32_t>(fc.codec.kind) | (fc.layout == Layout::kRowMajor ? format::kFlagRowMajor : 0);
+  const uint32_t raw_flags = format::block_flags(static_cast<uint32_t>(fc.codec.kind), fc.layout);
   const size_t batch = std::max<size_t>(static_cast<size_t>(pool_.size()) * 2, (size_t{32} << 20) / bytes);
   std::vector<std::vector<std::byte>> raw(std::min(batch, blocks.size())), payload(raw.size());
   std::vector<uint32_t> flags(raw.size());

@@ -9,12 +9,21 @@
 #include <vector>
 
 #include "hzio/status.hpp"
+#include "hzio/types.hpp"
 
 namespace hzio::format {
 
 inline constexpr size_t kFileHeaderBytes = 40;
 inline constexpr size_t kBlockEntryBytes = 40;
-inline constexpr uint32_t kFlagRowMajor = 0x10;
+inline constexpr uint32_t kFlagRowMajor = kBlockFlagRowMajor;
+
+// Local. The flags word of a block: the codec's code (format.md "Codecs") and its layout.
+inline uint32_t block_flags(uint32_t codec_code, Layout layout) {
+  return (codec_code & kBlockFlagCodecMask) | (layout == Layout::kRowMajor ? kFlagRowMajor : 0);
+}
+// Local. The codec code and the layout a flags word names.
+inline uint32_t codec_code_of(uint32_t flags) { return flags & kBlockFlagCodecMask; }
+inline Layout layout_of(uint32_t flags) { return (flags & kFlagRowMajor) ? Layout::kRowMajor : Layout::kHzOrder; }
 
 // Where one block's payload sits in its file. offset 0 or size 0 means the block is missing.
 struct BlockEntry {

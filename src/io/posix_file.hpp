@@ -60,7 +60,8 @@ class File {
   void advise_willneed(uint64_t offset, uint64_t length) const;
   // Local, thread-safe. Reads a range into the page cache without copying it anywhere, in large
   // folios, which mappings fault in and unmap much faster than 4 KiB pages (WILLNEED hints leave
-  // those: a warm 512^3 read after a cold one was 40 % slower after hints). A range of 1 MiB or more
+  // those, and every later warm read of the data pays for them: bench/read_bench.py times warm reads
+  // after cold ones). A range of 1 MiB or more
   // is read in huge folios (2 MiB on x86-64): widened to their boundaries unless that more than doubles
   // it, mapped on its own, advised MADV_HUGEPAGE and populated, then unmapped; map_readonly() then maps
   // each such folio with one page-table entry where the kernel aligns file mappings. Anything else, or

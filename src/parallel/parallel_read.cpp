@@ -109,7 +109,7 @@ Status read_for_everyone(Dataset::Impl& d, const std::vector<Key>& keys, ReadBlo
     }
     if (!where.value()) return;
     const core::BlockLocation& w = *where.value();
-    Layout layout = core::stored_layout(w.entry.flags);
+    Layout layout = format::layout_of(w.entry.flags);
     if (d.mapped(w, f)) {
       out.data[i] = w.file->map_readonly() + w.entry.offset;
       io[i].bytes_read += static_cast<int64_t>(w.entry.size);
@@ -170,8 +170,9 @@ Status parallel_read(Dataset& dataset, MPI_Comm comm, bool one_node, size_t budg
     for (uint64_t b : blocks) wanted[{req[r].field, req[r].time, b}].push_back(r);
   }
   // Two-phase reads read every block once from the file system, which pays across nodes when the
-  // requests overlap. On one node the ranks share the page cache, and independent reads only skip the
-  // exchange: 4 ranks each reading a 512^3 dataset at level 24 took 47 ms independently, 85 ms two-phase.
+  // requests overlap. On one node the ranks share the page cache, so reading a block once saves no disk
+  // work and two-phase only adds the exchange: independent reads are faster there (bench/read_bench.py
+  // part (b) compares the methods).
   if (method == ReadMethod::kAuto) {
     const bool overlap = 2 * asked >= 3 * static_cast<int64_t>(wanted.size());
     method = (size > 1 && !one_node && overlap) ? ReadMethod::kTwoPhase : ReadMethod::kIndependent;

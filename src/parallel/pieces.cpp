@@ -238,7 +238,7 @@ Status reserve_chunk(Dataset::Impl& ds, const Chunk& chunk, std::vector<int64_t>
     raw_codec[i] = fc.codec.kind == codec::CodecKind::kRaw;
     if (!raw_codec[i]) continue;
     const uint64_t block = static_cast<uint64_t>(chunk.first_block + slots.entries[i] % bpf);
-    const uint32_t flags = fc.layout == Layout::kRowMajor ? format::kFlagRowMajor : 0;
+    const uint32_t flags = format::block_flags(static_cast<uint32_t>(fc.codec.kind), fc.layout);
     HZIO_ASSIGN_OR_RETURN(slots.where[i], ds.files_->reserve(field, chunk.time, block, ds.block_bytes(field), flags));
   }
   for (size_t i = 0; i < n; ++i) {

@@ -17,11 +17,12 @@ constexpr std::align_val_t kSmallAlign{4096};  // smaller buffers start on a pag
 
 bool mapped(size_t capacity) { return capacity >= kHugePage; }
 
-// Released mappings kept for reuse. Fresh memory is zeroed by the kernel on first touch (about a
-// tenth of a 4-rank collective write's CPU time went to that), and on virtual machines that hand freed
-// memory back to the host, touching it again costs host faults (first touch of 512 MiB: 47-120 ms
-// normally, 0.7-1.5 s after the host took it back). Kept mappings are marked MADV_FREE: the kernel may
-// still take their pages under memory pressure (they then read as zeros), otherwise reuse is free.
+// Released mappings kept for reuse. Fresh memory is zeroed by the kernel on first touch, a visible
+// part of a collective write's CPU time (bench/write_bench.py), and on
+// virtual machines that hand freed memory back to the host, touching it again also costs host faults,
+// which can take longer than the read that fills it (bench/read_bench.py, reused-array references).
+// Kept mappings are marked MADV_FREE: the kernel may still take their pages under memory pressure
+// (they then read as zeros), otherwise reuse is free.
 class MappingCache {
  public:
   static MappingCache& get() {

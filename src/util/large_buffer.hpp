@@ -1,9 +1,11 @@
 // LargeBuffer: uninitialized scratch memory for bulk sample data (staged boxes, exchange buffers,
 // read results). Buffers of 2 MiB and more come straight from mmap, aligned to 2 MiB and advised for
-// transparent huge pages: first touching 512 MiB of fresh 4 KiB pages costs several times a memcpy of
-// it, and huge pages cut most of that (bench/README.md, "Fresh memory"). Released mappings are kept
-// for reuse (up to 1 GiB and 16 mappings per process, marked MADV_FREE so that the kernel can still
-// reclaim their pages), so that repeated flushes and reads do not pay for fresh memory again.
+// transparent huge pages: the kernel zeroes and maps fresh memory on first touch, one fault per 4 KiB
+// page, which costs more than copying the same bytes, and huge pages cut most of those faults
+// (bench/read_bench.py, whose reused-array references show the cost of fresh memory). Released
+// mappings are kept for reuse (up to 1 GiB and 16 mappings per process, marked MADV_FREE so that the
+// kernel can still reclaim their pages), so that repeated flushes and reads do not pay for fresh memory
+// again.
 // Smaller buffers come from the heap, aligned to 4 KiB. Every buffer can feed a direct (O_DIRECT) write.
 #pragma once
 
