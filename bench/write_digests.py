@@ -158,7 +158,7 @@ def write_dataset(root, index, spec, comm=None):
     for p, phase in enumerate(phases):
         if phase == "reopen":
             ds.close()
-            ds = hzio.open(path, "r+", durable=kwargs["durable"], threads=threads, comm=comm)
+            ds = hzio.open(path, mode="r+", durable=kwargs["durable"], threads=threads, comm=comm)
             continue
         for w, write in enumerate(phase):
             stage(ds, spec, write, [SEED, index, p, w], comm)

@@ -11,6 +11,11 @@ Examples
 (16, 16, 16)
 """
 
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Mapping, Sequence
+
 from . import _core
 from .dataset import Dataset
 from .indexing_stats import index
@@ -41,9 +46,12 @@ def _sub_blocks(value):
     return -1 if value is None else int(value)  # -1: CreateOptions::kAutoSubBlocks
 
 
-def create(path, shape, fields, bitmask=None, bits_per_block=None, blocks_per_file=None, codec="raw",
-           layout="hzorder", times=None, overwrite=False, durable=True, threads=0, comm=None,
-           placement="localized", aggregator_count=0, aggregator_bytes=256 << 20, stats_sub_block_bits=None):
+def create(path: str | os.PathLike, shape: Sequence[int], fields: Mapping[str, Any] | Sequence[tuple], *,
+           bitmask: str | None = None, bits_per_block: int | None = None, blocks_per_file: int | None = None,
+           codec: str = "raw", layout: str = "hzorder", times: Iterable[int] | None = None, overwrite: bool = False,
+           durable: bool = True, threads: int = 0, comm: Any = None, placement: str = "localized",
+           aggregator_count: int = 0, aggregator_bytes: int = 256 << 20,
+           stats_sub_block_bits: int | None = None) -> Dataset:
     """Create an IDX dataset and return it open for writing (a context manager).
 
     Local without ``comm``; Collective over ``comm`` (an mpi4py communicator), returning a
@@ -85,7 +93,6 @@ def create(path, shape, fields, bitmask=None, bits_per_block=None, blocks_per_fi
         queries read only the matching parts of raw blocks. ``None`` (default): parts of 4096 samples
         (``N = bits_per_block - 12``, at least 0); ``0``: per block only.
     """
-    import os
     shape = tuple(int(v) for v in shape)
     if not 1 <= len(shape) <= 3 or min(shape) < 1:
         raise InvalidArgumentError(f"shape needs 1 to 3 axes of at least one sample each, got {shape}")
@@ -100,14 +107,14 @@ def create(path, shape, fields, bitmask=None, bits_per_block=None, blocks_per_fi
     return Dataset(core)
 
 
-def open(path, mode="r", durable=True, threads=0, comm=None, placement="localized", aggregator_count=0,  # noqa: A001
-         aggregator_bytes=256 << 20):
+def open(path: str | os.PathLike, *, mode: str = "r", durable: bool = True, threads: int = 0,  # noqa: A001
+         comm: Any = None, placement: str = "localized", aggregator_count: int = 0,
+         aggregator_bytes: int = 256 << 20) -> Dataset:
     """Open an existing dataset (a context manager). ``mode`` is ``"r"`` or ``"r+"``.
 
     Local without ``comm``. With ``comm`` Collective: reads are collective (each rank its own box,
     independent or two-phase), and with ``mode="r+"`` writes are too.
     """
-    import os
     if mode not in ("r", "r+"):
         raise InvalidArgumentError(f"mode must be 'r' or 'r+', got {mode!r}")
     if comm is not None:

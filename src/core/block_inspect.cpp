@@ -73,8 +73,7 @@ Result<int64_t> Dataset::index_file(int64_t time, int64_t first_block, int sub_b
   int unused = 0;
   HZIO_RETURN_IF_ERROR(d.check_field_time("", time, false, unused));
   if (sub_block_bits == kDatasetGrain) {  // hzio's writers' grain if the .idx has the key, else automatic
-    sub_block_bits = d.idx_.find_extra("hzio stats") ? d.files_->stats_bits()
-                                                     : std::clamp(d.idx_.bits_per_block - 12, 0, 16);
+    sub_block_bits = format::stats_grain(d.idx_).value_or(std::clamp(d.idx_.bits_per_block - 12, 0, 16));
   }
   if (sub_block_bits < 0 || sub_block_bits > std::min(d.idx_.bits_per_block, 16)) {
     return invalid_argument("sub_block_bits " + std::to_string(sub_block_bits) + " out of range");

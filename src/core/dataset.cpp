@@ -19,13 +19,7 @@ Dataset::Impl::Impl(std::string path, format::IdxFile idx, const OpenOptions& op
     : path_(std::move(path)), dir_(io::parent_dir(path_)), idx_(std::move(idx)), options_(options),
       pool_(options.threads) {
   space_ = std::make_unique<hzorder::HzSpace>(idx_.bitmask, idx_.bits_per_block);
-  // "(hzio stats) v1 sub_block_bits=N": hzio's extension key (OpenVisus keeps it as metadata).
-  int stats_bits = 0;
-  if (const std::string* v = idx_.find_extra("hzio stats")) {
-    const size_t at = v->find("sub_block_bits=");
-    if (at != std::string::npos) stats_bits = std::clamp(std::atoi(v->c_str() + at + 15), 0, std::min(idx_.bits_per_block, 16));
-  }
-  files_ = std::make_unique<core::DataFiles>(&idx_, dir_, options_.durable, stats_bits);
+  files_ = std::make_unique<core::DataFiles>(&idx_, dir_, options_.durable, format::stats_grain(idx_).value_or(0));
 }
 
 Status Dataset::Impl::init_fields() {
@@ -248,7 +242,7 @@ Result<format::IdxFile> idx_for(const std::string& path, const CreateOptions& o)
     return invalid_argument("stats_sub_block_bits " + std::to_string(o.stats_sub_block_bits) + " not in [0, " +
                             std::to_string(std::min(idx.bits_per_block, 16)) + "] (or -1, automatic)");
   }
-  idx.set_extra("hzio stats", "v1 sub_block_bits=" + std::to_string(sub_block_bits));
+  format::set_stats_grain(idx, sub_block_bits);
   if (Status back = idx.check_writes_back(path); !back.is_ok()) return invalid_argument(back.message());
   return idx;
 }

@@ -197,6 +197,19 @@ std::pair<double, double> scalar_range(Scalar scalar) {
 
 }  // namespace
 
+std::optional<int> stats_grain(const IdxFile& idx) {
+  const std::string* v = idx.find_extra("hzio stats");
+  if (!v) return std::nullopt;
+  int64_t n = 0;
+  const size_t at = v->find("sub_block_bits=");
+  if (at != std::string::npos) (void)parse_leading_int(std::string_view(*v).substr(at + 15), n);
+  return static_cast<int>(std::clamp<int64_t>(n, 0, std::min(idx.bits_per_block, 16)));
+}
+
+void set_stats_grain(IdxFile& idx, int sub_block_bits) {
+  idx.set_extra("hzio stats", "v1 sub_block_bits=" + std::to_string(sub_block_bits));
+}
+
 bool holds_value(const DType& dtype, double v, bool exact) {
   if (!std::isfinite(v)) return false;
   const auto [lo, hi] = scalar_range(dtype.scalar);

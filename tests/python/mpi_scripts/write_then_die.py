@@ -17,7 +17,7 @@ that dies), ``mode`` and ``fraction``:
     the GIL, so the timer fires inside the collective). If the victim's flush returns first it kills
     itself at once.
 
-Timestep 0 is written by ``hzio.create(..., comm=)`` and closed; timestep 1 by ``hzio.open(path, "r+",
+Timestep 0 is written by ``hzio.create(..., comm=)`` and closed; timestep 1 by ``hzio.open(path, mode="r+",
 comm=)``, so that it is a new timestep added to the ``.idx``. mpiexec is expected to abort the job.
 Markers in ``out``: ``t0.json`` (rank 0, before timestep 1: the timestep-0 flush seconds, the maximum
 over ranks) and ``flush_returned`` (the victim, if its flush returned before it died).
