@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/block_codec.hpp"
+#include "core/block_writer.hpp"
 #include "core/data_files.hpp"
 #include "core/window_assembly.hpp"
 #include "format/idx_file.hpp"
@@ -87,7 +88,14 @@ class Dataset::Impl {
   std::vector<LevelTimes> pending_levels_;
   int64_t pending_bytes_ = 0;
   WriteReport last_report_;
-  void note_block(uint64_t block, int64_t payload_bytes, double hz_s, double write_s);
+  // Adds a written block's bytes and seconds to the report of the next commit.
+  void note_block(const core::BlockRecord& record);
+  // Merges the samples of `box` (in src) into the held (partially written) blocks `blocks`, starting
+  // them from the stored block or the default value.
+  Status merge_partial(const std::vector<uint64_t>& blocks, int field, int64_t time, const Box& box,
+                       const hzorder::ArrayView& src);
+  // The block writer over this dataset's files, coding and pool.
+  core::BlockWriter block_writer();
 
   // Partially written blocks, decoded in the field's layout, keyed by (field, time, block).
   std::map<std::tuple<int, int64_t, uint64_t>, std::vector<std::byte>> dirty_;

@@ -1,0 +1,121 @@
+// The block write pipeline (block_writer.hpp).
+#include "core/block_writer.hpp"
+
+#include <cstring>
+
+#include "hzorder/block_copy.hpp"
+#include "util/clock.hpp"
+
+namespace hzio::core {
+
+BlockWriter::BlockWriter(const format::IdxFile& idx, const hzorder::HzSpace& space, const std::vector<FieldCoding>& coding,
+                         DataFiles& files, util::ThreadPool& pool)
+    : idx_(idx), space_(space), coding_(coding), files_(files), pool_(pool) {}
+
+size_t BlockWriter::block_bytes(int field) const {
+  return static_cast<size_t>(idx_.samples_per_block()) * coding_[static_cast<size_t>(field)].dtype.bytes();
+}
+
+Result<std::vector<BlockWriter::Slot>> BlockWriter::reserve(std::span<const BlockRecord> records) {
+  std::vector<Slot> slots(records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    const FieldCoding& fc = coding_[static_cast<size_t>(records[i].field)];
+    if (fc.codec.kind != codec::CodecKind::kRaw) continue;
+    const uint32_t flags = format::block_flags(static_cast<uint32_t>(fc.codec.kind), fc.layout);
+    HZIO_ASSIGN_OR_RETURN(slots[i].where, files_.reserve(records[i].field, records[i].time, records[i].block,
+                                                         block_bytes(records[i].field), flags));
+    slots[i].reserved = true;
+  }
+  // Places in staged logs are valid once every reservation of the batch is made.
+  for (Slot& s : slots) {
+    if (!s.reserved) continue;
+    HZIO_ASSIGN_OR_RETURN(s.staged, files_.staged(s.where));
+  }
+  return slots;
+}
+
+Status BlockWriter::base(int field, int64_t time, uint64_t block, std::vector<std::byte>& out) const {
+  const FieldCoding& fc = coding_[static_cast<size_t>(field)];
+  out.resize(block_bytes(field));
+  HZIO_ASSIGN_OR_RETURN(auto where, files_.locate(field, time, block, nullptr));
+  if (!where) {
+    hzorder::fill_samples(out.data(), static_cast<size_t>(idx_.samples_per_block()), fc.dtype, fc.default_value);
+    return Status::ok();
+  }
+  std::vector<std::byte> scratch, stored(out.size());
+  HZIO_ASSIGN_OR_RETURN(Layout layout, load_block(*where, fc, space_, idx_.ndim, block, scratch, stored, nullptr));
+  if (layout == fc.layout) out.swap(stored);
+  else convert_layout(space_, block, layout, stored, out, fc.dtype.bytes());
+  return Status::ok();
+}
+
+stats::BlockStats BlockWriter::statistics(int field, uint64_t block, std::span<const std::byte> samples) const {
+  const FieldCoding& fc = coding_[static_cast<size_t>(field)];
+  return stats::compute_block_stats(space_, block, fc.layout, samples, fc.dtype, idx_.box, files_.stats_bits());
+}
+
+Status BlockWriter::write(std::span<BlockRecord> records, std::span<const Slot> slots) {
+  const size_t n = records.size();
+  std::vector<std::vector<std::byte>> scratch(n), payload(n);
+  std::vector<uint32_t> flags(n);
+  std::vector<Status> errors(n);
+  std::vector<std::byte*> staged(n);
+  pool_.parallel_for(n, [&](size_t i) {
+    BlockRecord& r = records[i];
+    const FieldCoding& fc = coding_[static_cast<size_t>(r.field)];
+    const size_t bytes = block_bytes(r.field);
+    const bool raw = fc.codec.kind == codec::CodecKind::kRaw;
+    staged[i] = raw ? slots[i].staged : nullptr;
+    // The block's samples: given, or made into the staged place (or a buffer of their own).
+    const double t0 = util::now_seconds();
+    const std::byte* data = r.samples;
+    if (!data) {
+      std::byte* out = staged[i];
+      if (!out) {
+        scratch[i].resize(bytes);
+        out = scratch[i].data();
+      }
+      errors[i] = r.make(std::span<std::byte>(out, bytes));
+      data = out;
+    } else if (staged[i] && data != staged[i]) {
+      std::memcpy(staged[i], data, bytes);
+    }
+    const double t1 = util::now_seconds();
+    r.make_seconds = t1 - t0;
+    if (!errors[i].is_ok()) return;
+    const std::span<const std::byte> samples(data, bytes);
+    if (raw) {
+      if (!r.stats) r.stats = statistics(r.field, r.block, samples);
+      const double t2 = util::now_seconds();
+      r.stats_seconds = t2 - t1;
+      if (!staged[i]) errors[i] = slots[i].where.file->write_at(slots[i].where.offset, samples);
+      files_.finish_reserved(r.field, r.time, r.block, &*r.stats);
+      r.write_seconds = util::now_seconds() - t2;
+      r.stored_bytes = static_cast<int64_t>(bytes);
+      return;
+    }
+    auto f = encode_block(fc, space_, idx_.ndim, r.block, samples, payload[i]);
+    if (f.is_ok()) flags[i] = f.value();
+    else errors[i] = f.status();
+    const double t2 = util::now_seconds();
+    r.compress_seconds = t2 - t1;
+    r.stats = stats_as_stored(fc, space_, idx_.ndim, r.block, samples, payload[i], idx_.box, files_.stats_bits());
+    r.stats_seconds = util::now_seconds() - t2;
+  });
+  // Staged blocks go to their files before anything moves the staging buffers.
+  for (const Status& e : errors) HZIO_RETURN_IF_ERROR(e);
+  std::vector<double> written(n);
+  HZIO_RETURN_IF_ERROR(files_.write_out(staged, written));
+  for (size_t i = 0; i < n; ++i) {
+    BlockRecord& r = records[i];
+    r.write_seconds += written[i];
+    if (coding_[static_cast<size_t>(r.field)].codec.kind == codec::CodecKind::kRaw) continue;
+    const double t0 = util::now_seconds();
+    HZIO_RETURN_IF_ERROR(files_.append(r.field, r.time, r.block, payload[i], flags[i], &*r.stats));
+    r.write_seconds = util::now_seconds() - t0;
+    r.stored_bytes = static_cast<int64_t>(payload[i].size());
+  }
+  return Status::ok();
+}
+
+}  // namespace hzio::core
