@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 
+#include "core/block_writer.hpp"
 #include "format/file_name.hpp"
 #include "hzorder/block_copy.hpp"
 #include "stats/block_stats.hpp"
@@ -57,7 +59,7 @@ std::byte* put_record(std::byte* out, const PieceHeader& h) {
 
 }  // namespace
 
-void write_record(const Dataset::Impl& ds, int field, int64_t time, const Box& box, const std::byte* data,
+void write_record(Dataset::Impl& ds, int field, int64_t time, const Box& box, const std::byte* data,
                   uint64_t block, std::byte* out, std::byte* samples, FlushTimes& times) {
   const double t0 = util::now_seconds();
   const auto& fc = ds.coding_[field];
@@ -96,8 +98,7 @@ void write_record(const Dataset::Impl& ds, int field, int64_t time, const Box& b
     times.level_hz[static_cast<size_t>(ds.space_->level_of_block(block))] += dt;
     if (h.stats_bytes > 0) {
       const double t1 = util::now_seconds();
-      const stats::BlockStats st = stats::compute_block_stats(*ds.space_, block, fc.layout, std::span<const std::byte>(dst, h.bytes),
-                                                              fc.dtype, ds.idx_.box, ds.files_->stats_bits());
+      const stats::BlockStats st = ds.block_writer().statistics(field, block, std::span<const std::byte>(dst, h.bytes));
       const int comps = fc.dtype.components;
       std::byte* at = stats::write_range_record(stats_at, st.block, comps);
       for (const auto& part : st.parts) at = stats::write_range_record(at, part, comps);
@@ -162,17 +163,15 @@ bool ranges_overlap(const PieceHeader& a, const PieceHeader& b) {
   return true;
 }
 
-// Builds one block (decoded, field layout) from its records; merges with the stored block when the
-// records do not cover every real sample.
-Status assemble(Dataset::Impl& ds, int field, int64_t time, uint64_t block, const std::vector<const Record*>& recs,
-                std::vector<std::byte>& buf) {
+// Builds one block (decoded, field layout) from its records into `out`; starts from the stored block
+// (or the default value) when the records do not cover every real sample.
+Status assemble(Dataset::Impl& ds, const core::BlockWriter& writer, int field, int64_t time, uint64_t block,
+                const std::vector<const Record*>& recs, std::span<std::byte> out) {
   const auto& fc = ds.coding_[field];
-  const size_t bytes = ds.block_bytes(field);
-  buf.resize(bytes);
   const int whole = last_whole(recs);
   const hzorder::Run g = core::block_grid(*ds.space_, block);
   if (whole >= 0) {
-    std::memcpy(buf.data(), recs[static_cast<size_t>(whole)]->data, bytes);
+    std::memcpy(out.data(), recs[static_cast<size_t>(whole)]->data, out.size());
   } else {
     Point dlo, dhi;
     grid_range(g, ds.idx_.box, dlo, dhi);
@@ -185,18 +184,13 @@ Status assemble(Dataset::Impl& ds, int field, int64_t time, uint64_t block, cons
       covered += range_count({h.lo[0], h.lo[1], h.lo[2]}, {h.hi[0], h.hi[1], h.hi[2]});
       for (size_t j = 0; j < i && !overlap; ++j) overlap = ranges_overlap(h, recs[j]->header);
     }
-    bool based = false;
     if (overlap || covered < range_count(dlo, dhi)) {
-      HZIO_ASSIGN_OR_RETURN(auto where, ds.files_->locate(field, time, block, nullptr));
-      if (where) {
-        std::vector<std::byte> scratch, stored(bytes);
-        HZIO_ASSIGN_OR_RETURN(Layout layout, core::load_block(*where, fc, *ds.space_, ds.idx_.ndim, block, scratch, stored, nullptr));
-        if (layout == fc.layout) buf.swap(stored);
-        else core::convert_layout(*ds.space_, block, layout, stored, buf, fc.dtype.bytes());
-        based = true;
-      }
+      std::vector<std::byte> base;
+      HZIO_RETURN_IF_ERROR(writer.base(field, time, block, base));
+      std::memcpy(out.data(), base.data(), out.size());
+    } else {
+      hzorder::fill_samples(out.data(), static_cast<size_t>(ds.idx_.samples_per_block()), fc.dtype, fc.default_value);
     }
-    if (!based) hzorder::fill_samples(buf.data(), static_cast<size_t>(ds.idx_.samples_per_block()), fc.dtype, fc.default_value);
   }
   for (size_t i = static_cast<size_t>(whole + 1); i < recs.size(); ++i) {
     const auto& h = recs[i]->header;
@@ -211,46 +205,53 @@ Status assemble(Dataset::Impl& ds, int field, int64_t time, uint64_t block, cons
     }
     const hzorder::ArrayView src{const_cast<std::byte*>(recs[i]->data), sub, fc.dtype.bytes()};
     for (const auto& run : ds.space_->block_runs(block, fc.layout))
-      hzorder::copy_run(run, clip, buf.data(), src, hzorder::Direction::kArrayToBlock);
+      hzorder::copy_run(run, clip, out.data(), src, hzorder::Direction::kArrayToBlock);
   }
   return Status::ok();
+}
+
+// The statistics a whole raw block carried from its source, if they match this dataset's grain.
+std::optional<stats::BlockStats> carried_stats(const Dataset::Impl& ds, int field, const Record& r) {
+  if (!r.stats || r.header.stats_bytes != stats_wire_bytes(ds, field)) return std::nullopt;
+  const int comps = ds.coding_[field].dtype.components;
+  stats::BlockStats st;
+  const std::byte* at = stats::read_range_record(r.stats, st.block, comps);
+  st.parts.resize(ds.files_->stats_bits() > 0 ? size_t{1} << ds.files_->stats_bits() : 0);
+  for (auto& part : st.parts) at = stats::read_range_record(at, part, comps);
+  return st;
 }
 
 }  // namespace
 
 std::byte* ChunkSlots::place(int64_t entry) const {
   const auto it = std::lower_bound(entries.begin(), entries.end(), entry);
-  return it != entries.end() && *it == entry ? staged[static_cast<size_t>(it - entries.begin())] : nullptr;
+  return it != entries.end() && *it == entry ? slots[static_cast<size_t>(it - entries.begin())].staged : nullptr;
 }
 
-Status reserve_chunk(Dataset::Impl& ds, const Chunk& chunk, std::vector<int64_t> entries, ChunkSlots& slots) {
+namespace {
+
+// The block records of a chunk's entries, without their samples yet.
+std::vector<core::BlockRecord> chunk_records(const Dataset::Impl& ds, const Chunk& chunk, const std::vector<int64_t>& entries) {
   const int64_t bpf = ds.idx_.blocks_per_file;
-  const size_t n = entries.size();
+  std::vector<core::BlockRecord> records;
+  for (int64_t e : entries) {
+    records.push_back({.field = static_cast<int>(e / bpf), .time = chunk.time,
+                       .block = static_cast<uint64_t>(chunk.first_block + e % bpf)});
+  }
+  return records;
+}
+
+}  // namespace
+
+Status reserve_chunk(Dataset::Impl& ds, const Chunk& chunk, std::vector<int64_t> entries, ChunkSlots& slots) {
   slots.entries = std::move(entries);
-  slots.where.assign(n, {});
-  slots.staged.assign(n, nullptr);
-  // Raw blocks have known sizes: their file space is reserved in entry order (canonical); the places in
-  // staged logs are valid once every reservation of the batch is made.
-  std::vector<char> raw_codec(n);
-  for (size_t i = 0; i < n; ++i) {
-    const int field = static_cast<int>(slots.entries[i] / bpf);
-    const auto& fc = ds.coding_[field];
-    raw_codec[i] = fc.codec.kind == codec::CodecKind::kRaw;
-    if (!raw_codec[i]) continue;
-    const uint64_t block = static_cast<uint64_t>(chunk.first_block + slots.entries[i] % bpf);
-    const uint32_t flags = format::block_flags(static_cast<uint32_t>(fc.codec.kind), fc.layout);
-    HZIO_ASSIGN_OR_RETURN(slots.where[i], ds.files_->reserve(field, chunk.time, block, ds.block_bytes(field), flags));
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (!raw_codec[i]) continue;
-    HZIO_ASSIGN_OR_RETURN(slots.staged[i], ds.files_->staged(slots.where[i]));
-  }
+  const std::vector<core::BlockRecord> records = chunk_records(ds, chunk, slots.entries);
+  HZIO_ASSIGN_OR_RETURN(slots.slots, ds.block_writer().reserve(records));
   return Status::ok();
 }
 
 Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Record>& records, const ChunkSlots& slots,
                    FlushTimes& times) {
-  const int64_t bpf = ds.idx_.blocks_per_file;
   std::map<int64_t, std::vector<const Record*>> by_entry;
   for (const Record& r : records) {
     if (r.header.time != chunk.time || format::first_block_of_file(ds.idx_, static_cast<int64_t>(r.header.block)) != chunk.first_block)
@@ -261,88 +262,31 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
   std::vector<int64_t> entries;
   for (const auto& [e, v] : by_entry) entries.push_back(e);
   if (entries != slots.entries) return internal_error("a chunk's records do not match the blocks reserved for it");
-  const size_t n = entries.size();
-  const std::vector<core::DataFiles::Reserved>& where = slots.where;
-  const std::vector<std::byte*>& staged = slots.staged;  // where a raw block goes when its log is staged
-  std::vector<char> raw_codec(n);
-  for (size_t i = 0; i < n; ++i) raw_codec[i] = ds.coding_[static_cast<size_t>(entries[i] / bpf)].codec.kind == codec::CodecKind::kRaw;
-  std::vector<std::vector<std::byte>> raw(n), payload(n);
-  std::vector<uint32_t> flags(n);
-  std::vector<Status> errors(n);
-  std::vector<double> hz(n), zip(n), wr(n), sts(n);
-  std::vector<stats::BlockStats> st(n);
-  ds.pool_.parallel_for(n, [&](size_t i) {
-    const int field = static_cast<int>(entries[i] / bpf);
-    const uint64_t block = static_cast<uint64_t>(chunk.first_block + entries[i] % bpf);
-    const auto& fc = ds.coding_[field];
-    const auto& recs = by_entry[entries[i]];
-    const double t0 = util::now_seconds();
-    const std::byte* data = nullptr;
-    const Record* carried = nullptr;  // the whole-block record whose statistics came with it
+  core::BlockWriter writer = ds.block_writer();
+  std::vector<core::BlockRecord> blocks = chunk_records(ds, chunk, entries);
+  for (core::BlockRecord& b : blocks) {
+    const auto& recs = by_entry[format::entry_in_file(ds.idx_, b.field, b.block)];
     if (last_whole(recs) == static_cast<int>(recs.size()) - 1) {  // the newest record is the whole block
-      data = recs.back()->data;
-      if (recs.back()->stats) carried = recs.back();
+      b.samples = recs.back()->data;
+      b.stats = carried_stats(ds, b.field, *recs.back());
     } else {
-      errors[i] = assemble(ds, field, chunk.time, block, recs, raw[i]);
-      data = raw[i].data();
+      b.make = [&ds, &writer, &recs, &b](std::span<std::byte> out) {
+        return assemble(ds, writer, b.field, b.time, b.block, recs, out);
+      };
     }
-    const double t1 = util::now_seconds();
-    hz[i] = t1 - t0;
-    if (!errors[i].is_ok()) return;
-    const std::span<const std::byte> bytes(data, ds.block_bytes(field));
-    if (raw_codec[i]) {
-      if (carried && carried->header.stats_bytes == stats_wire_bytes(ds, field)) {
-        const int comps = fc.dtype.components;
-        const std::byte* at = stats::read_range_record(carried->stats, st[i].block, comps);
-        st[i].parts.resize(ds.files_->stats_bits() > 0 ? size_t{1} << ds.files_->stats_bits() : 0);
-        for (auto& part : st[i].parts) at = stats::read_range_record(at, part, comps);
-      } else {
-        st[i] = stats::compute_block_stats(*ds.space_, block, fc.layout, bytes, fc.dtype, ds.idx_.box, ds.files_->stats_bits());
-      }
-      sts[i] = util::now_seconds() - t1;
-      const double t2 = util::now_seconds();
-      if (staged[i]) {
-        if (bytes.data() != staged[i]) std::memcpy(staged[i], bytes.data(), bytes.size());  // else received in place
-      } else {
-        errors[i] = where[i].file->write_at(where[i].offset, bytes);
-      }
-      ds.files_->finish_reserved(field, chunk.time, block, &st[i]);
-      wr[i] = util::now_seconds() - t2;
-      return;
-    }
-    auto f = core::encode_block(fc, *ds.space_, ds.idx_.ndim, block, bytes, payload[i]);
-    if (f.is_ok()) flags[i] = f.value();
-    else errors[i] = f.status();
-    const double t2 = util::now_seconds();
-    zip[i] = t2 - t1;
-    st[i] = core::stats_as_stored(fc, *ds.space_, ds.idx_.ndim, block, bytes, payload[i], ds.idx_.box, ds.files_->stats_bits());
-    sts[i] = util::now_seconds() - t2;
-  });
-  // Staged blocks go to their files before anything moves the staging buffers.
-  for (const Status& e : errors) HZIO_RETURN_IF_ERROR(e);
-  HZIO_RETURN_IF_ERROR(ds.files_->write_out(std::span<std::byte* const>(staged), wr));
-  for (size_t i = 0; i < n; ++i) {
-    HZIO_RETURN_IF_ERROR(errors[i]);
-    const int field = static_cast<int>(entries[i] / bpf);
-    const uint64_t block = static_cast<uint64_t>(chunk.first_block + entries[i] % bpf);
-    const size_t level = static_cast<size_t>(ds.space_->level_of_block(block));
-    double dt = wr[i];
-    int64_t stored = static_cast<int64_t>(ds.block_bytes(field));
-    if (!raw_codec[i]) {
-      const double t0 = util::now_seconds();
-      HZIO_RETURN_IF_ERROR(ds.files_->append(field, chunk.time, block, payload[i], flags[i], &st[i]));
-      dt = util::now_seconds() - t0;
-      stored = static_cast<int64_t>(payload[i].size());
-    }
-    times.phases.write += dt;
-    times.phases.hz += hz[i];
-    times.phases.compress += zip[i];
-    times.phases.stats += sts[i];
-    times.level_hz[level] += hz[i];
-    times.level_write[level] += dt;
+  }
+  HZIO_RETURN_IF_ERROR(writer.write(blocks, slots.slots));
+  for (const core::BlockRecord& b : blocks) {
+    const size_t level = static_cast<size_t>(ds.space_->level_of_block(b.block));
+    times.phases.write += b.write_seconds;
+    times.phases.hz += b.make_seconds;
+    times.phases.compress += b.compress_seconds;
+    times.phases.stats += b.stats_seconds;
+    times.level_hz[level] += b.make_seconds;
+    times.level_write[level] += b.write_seconds;
     times.level_blocks[level] += 1;
-    times.level_bytes[level] += stored;
-    times.file_bytes += stored;
+    times.level_bytes[level] += b.stored_bytes;
+    times.file_bytes += b.stored_bytes;
   }
   return Status::ok();
 }

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "core/block_writer.hpp"
 #include "core/dataset_impl.hpp"
 #include "hzio/write_report.hpp"
 #include "parallel/write_plan.hpp"
@@ -65,7 +66,7 @@ struct FlushTimes {
 // With `samples` null, writes the whole record (shape.bytes()) at `out`. Otherwise the record is
 // detached (whole blocks only): header and statistics (shape.bulk_bytes(true)) at `out`, the encoded
 // block (exactly shape.samples bytes, no padding) at `samples`.
-void write_record(const Dataset::Impl& ds, int field, int64_t time, const Box& box, const std::byte* data,
+void write_record(Dataset::Impl& ds, int field, int64_t time, const Box& box, const std::byte* data,
                   uint64_t block, std::byte* out, std::byte* samples, FlushTimes& times);
 
 // Local. The parts of the record for (box, block): lets the exchange buffers be sized once.
@@ -79,8 +80,7 @@ Status parse_records(std::span<const std::byte> buffer, std::vector<Record>& out
 // that detached blocks can be received straight into a staged data file.
 struct ChunkSlots {
   std::vector<int64_t> entries;                  // ascending: field * blocks_per_file + slot
-  std::vector<core::DataFiles::Reserved> where;  // per entry; unset for fields that are not raw
-  std::vector<std::byte*> staged;                // per entry: the block's place in a staged log, or null
+  std::vector<core::BlockWriter::Slot> slots;    // per entry: the raw block's reserved (and staged) place
   // The staged place of `entry`, or null (not reserved, or not staged).
   std::byte* place(int64_t entry) const;
 };
