@@ -1,11 +1,11 @@
 // hzio::Dataset lifecycle: create, open, metadata, flush and close (include/hzio/dataset.hpp).
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
 
+#include "core/commit.hpp"
 #include "core/dataset_impl.hpp"
 #include "core/dataset_path.hpp"
 #include "format/idx_text.hpp"
@@ -95,45 +95,24 @@ Status Dataset::Impl::commit_pending() {
     last_report_ = WriteReport{};
     return Status::ok();
   }
-  auto t0 = std::chrono::steady_clock::now();
   const int64_t files = static_cast<int64_t>(files_->pending_count());
-  std::map<int64_t, std::vector<int64_t>> written;
-  for (int64_t t : new_times_) written[t] = files_->pending_files(t);
-  HZIO_RETURN_IF_ERROR(files_->prepare());
-  auto t1 = std::chrono::steady_clock::now();
-  // The new .idx is written and made durable before any data file is renamed: a full disk fails the
-  // commit while nothing is published yet. Only its rename is left for the end.
-  format::IdxFile next = idx_;
-  std::string idx_tmp;
-  if (new_time) {
-    std::vector<int64_t> all = idx_.time.list();
-    all.insert(all.end(), new_times_.begin(), new_times_.end());
-    next.time.set(all);
-    auto tmp = io::write_temp_file(path_, next.to_text(), options_.durable);
-    if (!tmp.is_ok()) return tmp.status();
-    idx_tmp = tmp.value();
-  }
-  Status s = files_->publish();
-  for (const auto& [t, firsts] : written)
-    if (s.is_ok()) s = files_->remove_stale(t, firsts);
-  bool renamed = false;
-  if (s.is_ok() && new_time) s = io::rename_file(idx_tmp, path_, options_.durable, &renamed);
-  if (renamed) {  // published, even if the folder's fsync then failed
-    idx_.time = next.time;
+  core::CommitSteps steps;
+  steps.durable = options_.durable;
+  for (int64_t t : new_times_) steps.new_times[t] = files_->pending_files(t);
+  core::CommitResult done;
+  const Status s = core::commit_writes(*files_, path_, idx_, steps, done);
+  if (done.idx_published) {
     new_times_.clear();
     uncommitted_create_ = false;
-  } else if (!idx_tmp.empty()) {
-    (void)io::remove_path(idx_tmp);
   }
   HZIO_RETURN_IF_ERROR(s);
   // The report covers every write since the previous commit.
-  auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
   WriteReport r;
   r.files = files;
   r.bytes = pending_bytes_;
   r.max = pending_times_;
-  r.max.write += seconds(t0, t1);
-  r.max.commit = seconds(t1, std::chrono::steady_clock::now());
+  r.max.write += done.prepare_seconds;
+  r.max.commit = done.publish_seconds;
   r.max.total = r.max.restructure + r.max.hz + r.max.compress + r.max.stats + r.max.write + r.max.commit;
   r.mean = r.max;
   for (auto& l : pending_levels_) {

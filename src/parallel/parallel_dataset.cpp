@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "core/commit.hpp"
 #include "core/dataset_impl.hpp"
 #include "format/file_name.hpp"
 #include "io/posix_file.hpp"
@@ -387,59 +388,31 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
 Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times, const parallel::WritePlan& plan,
                                      parallel::FlushTimes& t) {
   auto& d = ds();
-  double t0 = util::now_seconds();
-  format::IdxFile next = d.idx_;
-  std::vector<int64_t> all = d.idx_.time.list();
-  for (int64_t tm : times)
-    if (!d.idx_.time.contains(tm)) all.push_back(tm);
-  const bool grew = all.size() != d.idx_.time.list().size();
-  next.time.set(all);
-  Status s = agree(comm, d.files_->prepare());
-  // As in the one-process commit: the new .idx is durable before any data file is renamed.
-  std::string idx_tmp;
-  if (s.is_ok() && grew) {
-    Status w;
-    if (rank == 0) {
-      auto tmp = io::write_temp_file(d.path_, next.to_text(), options.durable);
-      if (tmp.is_ok()) idx_tmp = tmp.value();
-      else w = tmp.status();
-    }
-    s = agree(comm, w);
+  core::CommitSteps steps;
+  steps.agree = [&](const Status& s) { return agree(comm, s); };
+  steps.any = [&](bool mine) {
+    int in = mine ? 1 : 0, out = 0;
+    parallel::allreduce(&in, &out, 1, MPI_INT, MPI_MAX, comm);
+    return out != 0;
+  };
+  steps.writes_idx = rank == 0;
+  steps.durable = options.durable;
+  for (int64_t tm : times) {
+    if (d.idx_.time.contains(tm)) continue;
+    auto& written = steps.new_times[tm];
+    for (const auto& c : plan.chunks)
+      if (c.time == tm) written.push_back(c.first_block);
   }
-  t.phases.write += util::now_seconds() - t0;
-  t0 = util::now_seconds();
-  if (s.is_ok()) s = agree(comm, d.files_->publish());
-  if (s.is_ok() && grew) {
-    Status stale;
-    for (int64_t tm : times) {
-      if (rank != 0 || d.idx_.time.contains(tm)) continue;
-      std::vector<int64_t> written;
-      for (const auto& c : plan.chunks)
-        if (c.time == tm) written.push_back(c.first_block);
-      if (stale.is_ok()) stale = d.files_->remove_stale(tm, written);
-    }
-    s = agree(comm, stale);
-  }
-  int renamed = 0;
-  if (s.is_ok() && grew) {
-    bool done = false;
-    Status w = rank == 0 ? io::rename_file(idx_tmp, d.path_, options.durable, &done) : Status::ok();
-    int mine = done ? 1 : 0;
-    parallel::allreduce(&mine, &renamed, 1, MPI_INT, MPI_MAX, comm);
-    s = agree(comm, w);
-  }
-  if (rank == 0 && !idx_tmp.empty() && !renamed) (void)io::remove_path(idx_tmp);
-  if (s.is_ok() || renamed) {  // published, even if the folder's fsync then failed
-    d.idx_.time = next.time;
+  core::CommitResult done;
+  const Status s = core::commit_writes(*d.files_, d.path_, d.idx_, steps, done);
+  t.phases.write += done.prepare_seconds;
+  t.phases.commit += done.publish_seconds;
+  if (s.is_ok() || done.idx_published) {
     d.new_times_.clear();
     d.uncommitted_create_ = false;
   }
-  if (!s.is_ok()) {
-    d.files_->abort();
-    return s;
-  }
-  t.phases.commit += util::now_seconds() - t0;
-  return Status::ok();
+  if (!s.is_ok()) d.files_->abort();
+  return s;
 }
 
 Result<WriteReport> ParallelDataset::Impl::flush() {
