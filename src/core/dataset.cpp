@@ -19,6 +19,7 @@ Dataset::Impl::Impl(std::string path, format::IdxFile idx, const OpenOptions& op
     : path_(std::move(path)), dir_(io::parent_dir(path_)), idx_(std::move(idx)), options_(options),
       pool_(options.threads) {
   space_ = std::make_unique<hzorder::HzSpace>(idx_.bitmask, idx_.bits_per_block);
+  pending_ = core::WriteTally(idx_.bitmask.max_level());
   files_ = std::make_unique<core::DataFiles>(&idx_, dir_, options_.durable, format::stats_grain(idx_).value_or(0));
 }
 
@@ -74,9 +75,7 @@ void Dataset::Impl::discard_uncommitted() {
   dirty_.clear();
   dirty_bytes_ = 0;
   new_times_.clear();
-  pending_times_ = {};
-  pending_levels_.clear();
-  pending_bytes_ = 0;
+  pending_ = core::WriteTally(idx_.bitmask.max_level());
 }
 
 void Dataset::Impl::remove_uncommitted_create() {
@@ -107,25 +106,12 @@ Status Dataset::Impl::commit_pending() {
   }
   HZIO_RETURN_IF_ERROR(s);
   // The report covers every write since the previous commit.
-  WriteReport r;
-  r.files = files;
-  r.bytes = pending_bytes_;
-  r.max = pending_times_;
-  r.max.write += done.prepare_seconds;
-  r.max.commit = done.publish_seconds;
-  r.max.total = r.max.restructure + r.max.hz + r.max.compress + r.max.stats + r.max.write + r.max.commit;
-  r.mean = r.max;
-  for (auto& l : pending_levels_) {
-    if (l.blocks == 0) continue;
-    l.hz_mean = l.hz_max;
-    l.write_mean = l.write_max;
-    r.file_bytes += l.bytes;
-    r.levels.push_back(l);
-  }
-  last_report_ = r;
-  pending_times_ = {};
-  pending_levels_.clear();
-  pending_bytes_ = 0;
+  PhaseTimes& p = pending_.phases;
+  p.write += done.prepare_seconds;
+  p.commit = done.publish_seconds;
+  p.total = p.restructure + p.hz + p.compress + p.stats + p.write + p.commit;
+  last_report_ = pending_.report(files);
+  pending_ = core::WriteTally(idx_.bitmask.max_level());
   return Status::ok();
 }
 

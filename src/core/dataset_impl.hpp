@@ -11,6 +11,7 @@
 
 #include "core/block_codec.hpp"
 #include "core/block_writer.hpp"
+#include "core/write_tally.hpp"
 #include "core/data_files.hpp"
 #include "core/window_assembly.hpp"
 #include "format/idx_file.hpp"
@@ -84,12 +85,8 @@ class Dataset::Impl {
   std::vector<std::string> created_dirs_;
 
   // Timings of the writes since the last commit, and the report of the last commit.
-  PhaseTimes pending_times_;
-  std::vector<LevelTimes> pending_levels_;
-  int64_t pending_bytes_ = 0;
+  core::WriteTally pending_{0};  // sized for the dataset's levels by the constructor
   WriteReport last_report_;
-  // Adds a written block's bytes and seconds to the report of the next commit.
-  void note_block(const core::BlockRecord& record);
   // Merges the samples of `box` (in src) into the held (partially written) blocks `blocks`, starting
   // them from the stored block or the default value.
   Status merge_partial(const std::vector<uint64_t>& blocks, int field, int64_t time, const Box& box,

@@ -50,7 +50,7 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
   if (time != 0 || (idx_.time.declared && !idx_.time.template_text.empty())) {
     if (!idx_.time.contains(time)) new_times_.insert(time);
   }
-  pending_bytes_ += static_cast<int64_t>(box.sample_count() * fc.dtype.bytes());
+  pending_.sample_bytes += static_cast<int64_t>(box.sample_count() * fc.dtype.bytes());
   auto fail = [&](const Status& s) {
     // A half-written batch cannot be committed: drop everything uncommitted, keep the committed state.
     discard_uncommitted();
@@ -84,7 +84,7 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
     auto slots = writer.reserve(whole);
     if (!slots.is_ok()) return fail(slots.status());
     if (Status s = writer.write(whole, slots.value()); !s.is_ok()) return fail(s);
-    for (const core::BlockRecord& r : whole) note_block(r);
+    for (const core::BlockRecord& r : whole) pending_.add_block(space_->level_of_block(r.block), r);
   }
   return dirty_bytes_ > options_.cache_bytes ? flush_dirty() : Status::ok();
 }
@@ -129,25 +129,10 @@ Status Dataset::Impl::flush_dirty() {
   core::BlockWriter writer = block_writer();
   HZIO_ASSIGN_OR_RETURN(auto slots, writer.reserve(records));
   HZIO_RETURN_IF_ERROR(writer.write(records, slots));
-  for (const core::BlockRecord& r : records) note_block(r);
+  for (const core::BlockRecord& r : records) pending_.add_block(space_->level_of_block(r.block), r);
   dirty_.clear();
   dirty_bytes_ = 0;
   return Status::ok();
-}
-
-void Dataset::Impl::note_block(const core::BlockRecord& r) {
-  const size_t level = static_cast<size_t>(space_->level_of_block(r.block));
-  if (pending_levels_.size() <= level) pending_levels_.resize(level + 1);
-  LevelTimes& l = pending_levels_[level];
-  l.level = static_cast<int>(level);
-  l.blocks += 1;
-  l.bytes += r.stored_bytes;
-  l.hz_max += r.make_seconds;
-  l.write_max += r.write_seconds;
-  pending_times_.hz += r.make_seconds;
-  pending_times_.write += r.write_seconds;
-  pending_times_.compress += r.compress_seconds;
-  pending_times_.stats += r.stats_seconds;
 }
 
 }  // namespace hzio

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/commit.hpp"
+#include "core/write_tally.hpp"
 #include "core/dataset_impl.hpp"
 #include "format/file_name.hpp"
 #include "io/posix_file.hpp"
@@ -77,9 +78,9 @@ class ParallelDataset::Impl {
   RoundIo round_io(const parallel::WritePlan& plan, const std::vector<int>& round,
                    const std::vector<parallel::BoxInfo>& boxes, size_t mine);
   // Local status: a failing rank still joins every later round, and flush() agrees once at the end.
-  Status exchange_round(const parallel::WritePlan& plan, const RoundIo& io, parallel::FlushTimes& t);
-  Status commit(const std::vector<int64_t>& times, const parallel::WritePlan& plan, parallel::FlushTimes& t);
-  WriteReport reduce(const parallel::WritePlan& plan, const parallel::FlushTimes& t, int64_t bytes);
+  Status exchange_round(const parallel::WritePlan& plan, const RoundIo& io, core::WriteTally& t);
+  Status commit(const std::vector<int64_t>& times, const parallel::WritePlan& plan, core::WriteTally& t);
+  WriteReport reduce(const parallel::WritePlan& plan, const core::WriteTally& t, int64_t bytes);
 };
 
 namespace {
@@ -306,7 +307,7 @@ ParallelDataset::Impl::RoundIo ParallelDataset::Impl::round_io(const parallel::W
   return io;
 }
 
-Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, const RoundIo& io, parallel::FlushTimes& t) {
+Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, const RoundIo& io, core::WriteTally& t) {
   auto& d = ds();
   constexpr int kBulkTag = 1, kBlockTag = 2;
   // The aggregated chunk's file space first, so that detached blocks land in their staged places. On an
@@ -386,7 +387,7 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
 }
 
 Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times, const parallel::WritePlan& plan,
-                                     parallel::FlushTimes& t) {
+                                     core::WriteTally& t) {
   auto& d = ds();
   core::CommitSteps steps;
   steps.agree = [&](const Status& s) { return agree(comm, s); };
@@ -418,12 +419,7 @@ Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times, const pa
 Result<WriteReport> ParallelDataset::Impl::flush() {
   const double start = util::now_seconds();
   auto& d = ds();
-  parallel::FlushTimes t;
-  const size_t levels = static_cast<size_t>(d.idx_.bitmask.max_level()) + 1;
-  t.level_hz.assign(levels, 0);
-  t.level_write.assign(levels, 0);
-  t.level_blocks.assign(levels, 0);
-  t.level_bytes.assign(levels, 0);
+  core::WriteTally t(d.idx_.bitmask.max_level());
   // Every rank learns every staged box: (field, time, lo, hi) per box.
   double t0 = util::now_seconds();
   std::vector<int64_t> mine;
@@ -485,7 +481,7 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
   return report;
 }
 
-WriteReport ParallelDataset::Impl::reduce(const parallel::WritePlan& plan, const parallel::FlushTimes& t, int64_t bytes) {
+WriteReport ParallelDataset::Impl::reduce(const parallel::WritePlan& plan, const core::WriteTally& t, int64_t bytes) {
   WriteReport r;
   r.ranks = size;
   r.aggregators = plan.aggregators;
@@ -493,34 +489,15 @@ WriteReport ParallelDataset::Impl::reduce(const parallel::WritePlan& plan, const
   r.placement = options.placement == AggregatorPlacement::kLocalized ? "localized" : "uniform";
   r.bytes = bytes;
   r.files = plan.files;
-  const PhaseTimes& p = t.phases;
-  double local[8] = {p.restructure, p.hz, p.aggregate, p.compress, p.stats, p.write, p.commit, p.total};
-  double mx[8], sum[8];
-  parallel::allreduce(local, mx, 8, MPI_DOUBLE, MPI_MAX, comm);
-  parallel::allreduce(local, sum, 8, MPI_DOUBLE, MPI_SUM, comm);
-  auto fill = [](PhaseTimes& out, const double* v, double scale) {
-    out = {v[0] * scale, v[1] * scale, v[2] * scale, v[3] * scale, v[4] * scale, v[5] * scale, v[6] * scale, v[7] * scale};
-  };
-  fill(r.max, mx, 1.0);
-  fill(r.mean, sum, 1.0 / size);
-  const size_t n = t.level_hz.size();
-  std::vector<double> lt(2 * n), lmax(2 * n), lsum(2 * n);
-  std::vector<int64_t> lc(2 * n + 1), lcs(2 * n + 1);
-  for (size_t i = 0; i < n; ++i) {
-    lt[i] = t.level_hz[i];
-    lt[n + i] = t.level_write[i];
-    lc[i] = t.level_blocks[i];
-    lc[n + i] = t.level_bytes[i];
-  }
-  lc[2 * n] = t.file_bytes;
-  parallel::allreduce(lt.data(), lmax.data(), static_cast<int>(2 * n), MPI_DOUBLE, MPI_MAX, comm);
-  parallel::allreduce(lt.data(), lsum.data(), static_cast<int>(2 * n), MPI_DOUBLE, MPI_SUM, comm);
-  parallel::allreduce(lc.data(), lcs.data(), static_cast<int>(2 * n + 1), MPI_INT64_T, MPI_SUM, comm);
-  for (size_t i = 0; i < n; ++i) {
-    if (lcs[i] == 0) continue;
-    r.levels.push_back({static_cast<int>(i), lcs[i], lcs[n + i], lmax[i], lsum[i] / size, lmax[n + i], lsum[n + i] / size});
-  }
-  r.file_bytes = lcs[2 * n];
+  const std::vector<double> seconds = t.seconds();
+  const std::vector<int64_t> counts = t.counts();
+  std::vector<double> max(seconds.size()), sum(seconds.size());
+  std::vector<int64_t> total(counts.size());
+  const int n = static_cast<int>(seconds.size());
+  parallel::allreduce(seconds.data(), max.data(), n, MPI_DOUBLE, MPI_MAX, comm);
+  parallel::allreduce(seconds.data(), sum.data(), n, MPI_DOUBLE, MPI_SUM, comm);
+  parallel::allreduce(counts.data(), total.data(), static_cast<int>(counts.size()), MPI_INT64_T, MPI_SUM, comm);
+  t.fill_reduced(max, sum, total, size, r);
   return r;
 }
 

@@ -60,7 +60,7 @@ std::byte* put_record(std::byte* out, const PieceHeader& h) {
 }  // namespace
 
 void write_record(Dataset::Impl& ds, int field, int64_t time, const Box& box, const std::byte* data,
-                  uint64_t block, std::byte* out, std::byte* samples, FlushTimes& times) {
+                  uint64_t block, std::byte* out, std::byte* samples, core::WriteTally& tally) {
   const double t0 = util::now_seconds();
   const auto& fc = ds.coding_[field];
   const hzorder::Run g = core::block_grid(*ds.space_, block);
@@ -93,16 +93,14 @@ void write_record(Dataset::Impl& ds, int field, int64_t time, const Box& box, co
                                  fc.dtype.bytes()};
     for (const auto& run : ds.space_->block_runs(block, fc.layout))
       hzorder::copy_run(run, box, dst, src, hzorder::Direction::kArrayToBlock);
-    const double dt = util::now_seconds() - t0;
-    times.phases.hz += dt;
-    times.level_hz[static_cast<size_t>(ds.space_->level_of_block(block))] += dt;
+    tally.add_hz(ds.space_->level_of_block(block), util::now_seconds() - t0);
     if (h.stats_bytes > 0) {
       const double t1 = util::now_seconds();
       const stats::BlockStats st = ds.block_writer().statistics(field, block, std::span<const std::byte>(dst, h.bytes));
       const int comps = fc.dtype.components;
       std::byte* at = stats::write_range_record(stats_at, st.block, comps);
       for (const auto& part : st.parts) at = stats::write_range_record(at, part, comps);
-      times.phases.stats += util::now_seconds() - t1;
+      tally.phases.stats += util::now_seconds() - t1;
     }
     return;
   }
@@ -112,7 +110,7 @@ void write_record(Dataset::Impl& ds, int field, int64_t time, const Box& box, co
   }
   h.bytes = static_cast<uint64_t>(range_count(lo, hi)) * fc.dtype.bytes();
   gather_subgrid(g, lo, hi, box, data, fc.dtype.bytes(), put_record(out, h));
-  times.phases.restructure += util::now_seconds() - t0;
+  tally.phases.restructure += util::now_seconds() - t0;
 }
 
 RecordShape record_shape(const Dataset::Impl& ds, int field, const Box& box, uint64_t block) {
@@ -251,7 +249,7 @@ Status reserve_chunk(Dataset::Impl& ds, const Chunk& chunk, std::vector<int64_t>
 }
 
 Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Record>& records, const ChunkSlots& slots,
-                   FlushTimes& times) {
+                   core::WriteTally& tally) {
   std::map<int64_t, std::vector<const Record*>> by_entry;
   for (const Record& r : records) {
     if (r.header.time != chunk.time || format::first_block_of_file(ds.idx_, static_cast<int64_t>(r.header.block)) != chunk.first_block)
@@ -276,18 +274,7 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
     }
   }
   HZIO_RETURN_IF_ERROR(writer.write(blocks, slots.slots));
-  for (const core::BlockRecord& b : blocks) {
-    const size_t level = static_cast<size_t>(ds.space_->level_of_block(b.block));
-    times.phases.write += b.write_seconds;
-    times.phases.hz += b.make_seconds;
-    times.phases.compress += b.compress_seconds;
-    times.phases.stats += b.stats_seconds;
-    times.level_hz[level] += b.make_seconds;
-    times.level_write[level] += b.write_seconds;
-    times.level_blocks[level] += 1;
-    times.level_bytes[level] += b.stored_bytes;
-    times.file_bytes += b.stored_bytes;
-  }
+  for (const core::BlockRecord& b : blocks) tally.add_block(ds.space_->level_of_block(b.block), b);
   return Status::ok();
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/block_writer.hpp"
 #include "core/dataset_impl.hpp"
+#include "core/write_tally.hpp"
 #include "hzio/write_report.hpp"
 #include "parallel/write_plan.hpp"
 
@@ -51,23 +52,16 @@ struct Record {
   const std::byte* stats = nullptr;  // header.stats_bytes of serialized stats::BlockStats, or nullptr
 };
 
-// Per-rank seconds and per-level counters of one flush.
-struct FlushTimes {
-  PhaseTimes phases;
-  std::vector<double> level_hz, level_write;
-  std::vector<int64_t> level_blocks, level_bytes;
-  int64_t file_bytes = 0;
-};
 
 // Local. Writes the record for the samples of `block` inside the staged array `data` (covering `box`).
 // Whole blocks are HZ-encoded here with the core kernel; a raw field's whole block also gets its
 // statistics here, while it is still in this core's cache (on the aggregator it would come from
-// memory again). `times` gets restructure, hz and stats seconds.
+// memory again). `tally` gets restructure, hz and stats seconds.
 // With `samples` null, writes the whole record (shape.bytes()) at `out`. Otherwise the record is
 // detached (whole blocks only): header and statistics (shape.bulk_bytes(true)) at `out`, the encoded
 // block (exactly shape.samples bytes, no padding) at `samples`.
 void write_record(Dataset::Impl& ds, int field, int64_t time, const Box& box, const std::byte* data,
-                  uint64_t block, std::byte* out, std::byte* samples, FlushTimes& times);
+                  uint64_t block, std::byte* out, std::byte* samples, core::WriteTally& tally);
 
 // Local. The parts of the record for (box, block): lets the exchange buffers be sized once.
 RecordShape record_shape(const Dataset::Impl& ds, int field, const Box& box, uint64_t block);
@@ -93,6 +87,6 @@ Status reserve_chunk(Dataset::Impl& ds, const Chunk& chunk, std::vector<int64_t>
 // the pool and appends them to the data file in entry order. `slots` must come from reserve_chunk for
 // exactly the entries the records name.
 Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Record>& records, const ChunkSlots& slots,
-                   FlushTimes& times);
+                   core::WriteTally& tally);
 
 }  // namespace hzio::parallel

@@ -1,0 +1,50 @@
+// What one process's writes cost until their commit: seconds per phase, and per level the blocks, bytes
+// and seconds; the write report of one process, or, reduced over ranks, of a collective write
+// (docs/guide/parallel-io.md "Write report"). Layer: core.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/block_writer.hpp"
+#include "hzio/write_report.hpp"
+
+namespace hzio::core {
+
+// The phases of PhaseTimes, in the order reductions pack them.
+inline constexpr std::array<double PhaseTimes::*, 8> kPhases = {
+    &PhaseTimes::restructure, &PhaseTimes::hz,    &PhaseTimes::aggregate, &PhaseTimes::compress,
+    &PhaseTimes::stats,       &PhaseTimes::write, &PhaseTimes::commit,    &PhaseTimes::total};
+
+class WriteTally {
+ public:
+  // Local. An empty tally for blocks of levels 0..max_level.
+  explicit WriteTally(int max_level);
+
+  PhaseTimes phases;
+  int64_t sample_bytes = 0;  // bytes handed to write_box
+
+  // Local. Adds HZ-encoding seconds spent on a block of `level` (at its source, for collective writes).
+  void add_hz(int level, double seconds);
+  // Local. Adds a block the block writer wrote: its seconds per phase, its level's counts.
+  void add_block(int level, const BlockRecord& record);
+
+  // Local. The report of this process alone: max and mean are its own figures; phases.total as set.
+  WriteReport report(int64_t files) const;
+  // The figures a reduction over processes combines: seconds (phases, then per level HZ and write) to be
+  // reduced by max and by sum, and counts (per level blocks and bytes, then file bytes) by sum.
+  std::vector<double> seconds() const;
+  std::vector<int64_t> counts() const;
+  // Local. Fills the timing and byte fields of `report` from reduced figures of `ranks` processes.
+  void fill_reduced(std::span<const double> max, std::span<const double> sum, std::span<const int64_t> counts,
+                    int ranks, WriteReport& report) const;
+
+ private:
+  std::vector<double> level_hz_, level_write_;
+  std::vector<int64_t> level_blocks_, level_bytes_;
+  int64_t file_bytes_ = 0;
+};
+
+}  // namespace hzio::core
