@@ -14,6 +14,9 @@
 #include "hzio/write_report.hpp"
 
 namespace hzio {
+namespace core {
+class DatasetParts;
+}
 
 // One field of a new dataset.
 struct FieldSpec {
@@ -146,10 +149,10 @@ class Dataset {
   // Local. Timings and bytes of the last commit (flush or close) that wrote something.
   const WriteReport& last_write_report() const;
 
-  class Impl;
-  Impl& impl() { return *impl_; }
-
  private:
+  class Impl;
+  friend class core::DatasetParts;  // hzio's own layers reach the internals through this seam
+  friend class ProgressiveRead;
   explicit Dataset(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

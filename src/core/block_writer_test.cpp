@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <random>
 
-#include "core/dataset_impl.hpp"
+#include "core/dataset_parts.hpp"
 
 namespace hzio::core {
 namespace {
@@ -43,7 +43,7 @@ std::vector<std::byte> random_bytes(size_t n, uint32_t seed, size_t sample_bytes
 
 TEST(BlockWriter, BlocksGivenOrMadeComeBackAsWrittenWithTheirStatistics) {
   auto ds = make_dataset("w.idx");
-  Dataset::Impl& d = ds->impl();
+  DatasetParts d(*ds);
   BlockWriter writer = d.block_writer();
   const std::vector<std::byte> raw = random_bytes(writer.block_bytes(0), 1, 4);
   const std::vector<std::byte> zipped = random_bytes(writer.block_bytes(1), 2, 2);
@@ -63,8 +63,8 @@ TEST(BlockWriter, BlocksGivenOrMadeComeBackAsWrittenWithTheirStatistics) {
   for (const BlockRecord& r : records) {
     const std::vector<std::byte>& expected = r.field == 0 ? raw : zipped;
     ASSERT_TRUE(r.stats.has_value());
-    const auto computed = stats::compute_block_stats(*d.space_, r.block, d.coding_[r.field].layout, expected,
-                                                     d.coding_[r.field].dtype, d.idx_.box, 2);
+    const auto computed = stats::compute_block_stats(d.space, r.block, d.coding[r.field].layout, expected,
+                                                     d.coding[r.field].dtype, d.idx.box, 2);
     EXPECT_EQ(r.stats->block.min, computed.block.min);
     EXPECT_EQ(r.stats->block.max, computed.block.max);
     EXPECT_EQ(r.stats->parts.size(), 4u);
@@ -89,7 +89,7 @@ TEST(BlockWriter, BlocksGivenOrMadeComeBackAsWrittenWithTheirStatistics) {
 
 TEST(BlockWriter, AMakeErrorFailsTheWriteAndNamesTheReason) {
   auto ds = make_dataset("e.idx");
-  BlockWriter writer = ds->impl().block_writer();
+  BlockWriter writer = DatasetParts(*ds).block_writer();
   std::vector<BlockRecord> records(1);
   records[0] = {.field = 1, .time = 0, .block = 0};
   records[0].make = [](std::span<std::byte>) { return corrupt("the stored block is damaged"); };

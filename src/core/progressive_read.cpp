@@ -25,7 +25,7 @@ ProgressiveRead::~ProgressiveRead() = default;
 Result<std::unique_ptr<ProgressiveRead>> ProgressiveRead::start(Dataset& dataset, const Box& box, std::string_view field,
                                                                 int64_t time, std::vector<int> levels) {
   auto impl = std::make_unique<Impl>();
-  impl->ds = &dataset.impl();
+  impl->ds = dataset.impl_.get();
   HZIO_RETURN_IF_ERROR(impl->ds->check_field_time(field, time, false, impl->field));
   HZIO_RETURN_IF_ERROR(impl->ds->check_box(box, "read"));
   for (size_t i = 0; i < levels.size(); ++i) {

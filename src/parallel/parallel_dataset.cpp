@@ -10,7 +10,7 @@
 
 #include "core/commit.hpp"
 #include "core/write_tally.hpp"
-#include "core/dataset_impl.hpp"
+#include "core/dataset_parts.hpp"
 #include "format/file_name.hpp"
 #include "io/posix_file.hpp"
 #include "parallel/mpi_util.hpp"
@@ -43,7 +43,7 @@ class ParallelDataset::Impl {
   bool closed = false;
   util::LargeBuffer send_buffer, recv_buffer;  // exchange buffers, reused by every round and flush
 
-  Dataset::Impl& ds() { return dataset->impl(); }
+  core::DatasetParts ds() { return core::DatasetParts(*dataset); }
   Status stage(const Box& box, std::string_view field, int64_t time, const void* data, size_t size_bytes, bool borrow);
   Result<WriteReport> flush();
   // What this rank sends and receives in one round. Every size follows from the plan and the boxes
@@ -150,7 +150,7 @@ Result<std::unique_ptr<ParallelDataset>> ParallelDataset::open(MPI_Comm comm, co
   HZIO_ASSIGN_OR_RETURN(auto impl, make_impl(comm, parallel));
   auto ds = Dataset::open(path, {.writable = writable, .durable = parallel.durable, .threads = parallel.threads});
   Status s = ds.status();
-  if (writable && ds.is_ok() && ds.value()->impl().idx_.interleave > 1) s = unsupported("parallel writes of interleaved datasets");
+  if (writable && ds.is_ok() && core::DatasetParts(*ds.value()).idx.interleave > 1) s = unsupported("parallel writes of interleaved datasets");
   HZIO_RETURN_IF_ERROR(agree(impl->comm, s));
   impl->dataset = std::move(ds).value();
   return std::unique_ptr<ParallelDataset>(new ParallelDataset(std::move(impl)));
@@ -172,14 +172,14 @@ const WriteReport& ParallelDataset::last_report() const { return impl_->report; 
 
 Status ParallelDataset::Impl::stage(const Box& box, std::string_view field, int64_t time, const void* data,
                                    size_t size_bytes, bool borrow) {
-  auto& d = ds();
+  core::DatasetParts d = ds();
   int f = 0;
   HZIO_RETURN_IF_ERROR(d.check_field_time(field, time, true, f));
   HZIO_RETURN_IF_ERROR(d.check_box(box, "write"));
-  const size_t want = static_cast<size_t>(box.sample_count()) * d.coding_[f].dtype.bytes();
+  const size_t want = static_cast<size_t>(box.sample_count()) * d.coding[f].dtype.bytes();
   if (size_bytes != want) {
     return invalid_argument("write of box " + box.to_string() + " needs " + std::to_string(want) + " bytes of " +
-                            d.coding_[f].dtype.to_string() + ", got " + std::to_string(size_bytes));
+                            d.coding[f].dtype.to_string() + ", got " + std::to_string(size_bytes));
   }
   if (size_bytes > 0 && data == nullptr) return invalid_argument("write of box " + box.to_string() + ": no data");
   Staged s{f, time, box, {}, static_cast<const std::byte*>(data)};
@@ -209,8 +209,8 @@ ParallelDataset::Impl::RoundIo ParallelDataset::Impl::round_io(const parallel::W
                                                                const std::vector<int>& round,
                                                                const std::vector<parallel::BoxInfo>& boxes,
                                                                size_t mine) {
-  auto& d = ds();
-  const int64_t bpf = d.idx_.blocks_per_file;
+  core::DatasetParts d = ds();
+  const int64_t bpf = d.idx.blocks_per_file;
   // The blocks of an ascending list that a chunk holds for one field: its entries of a field are one
   // block range (interleaved datasets are refused).
   const auto in_chunk = [&](const parallel::Chunk& c, int field, const std::vector<uint64_t>& blocks) {
@@ -220,7 +220,7 @@ ParallelDataset::Impl::RoundIo ParallelDataset::Impl::round_io(const parallel::W
     const auto last = std::lower_bound(first, blocks.end(), static_cast<uint64_t>(c.first_block + hi));
     return std::span<const uint64_t>(first, last);
   };
-  const auto entry_of = [&](int field, uint64_t block) { return format::entry_in_file(d.idx_, field, block); };
+  const auto entry_of = [&](int field, uint64_t block) { return format::entry_in_file(d.idx, field, block); };
   // Records per block of the round, over every rank's boxes: a block's only record may be detached;
   // several are merged on the aggregator, in order.
   std::map<std::pair<int, int64_t>, int> records_of;  // (chunk, entry)
@@ -232,7 +232,7 @@ ParallelDataset::Impl::RoundIo ParallelDataset::Impl::round_io(const parallel::W
   }
   const auto detached = [&](int c, int field, uint64_t block, const parallel::RecordShape& shape) {
     return shape.whole && shape.samples >= parallel::kDetachedBlockBytes &&
-           d.coding_[static_cast<size_t>(field)].codec.kind == codec::CodecKind::kRaw && records_of[{c, entry_of(field, block)}] == 1;
+           d.coding[static_cast<size_t>(field)].codec.kind == codec::CodecKind::kRaw && records_of[{c, entry_of(field, block)}] == 1;
   };
   RoundIo io;
   // Sends, destination by destination; a rank's records for itself stay in its send buffer. The bulk
@@ -308,7 +308,7 @@ ParallelDataset::Impl::RoundIo ParallelDataset::Impl::round_io(const parallel::W
 }
 
 Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, const RoundIo& io, core::WriteTally& t) {
-  auto& d = ds();
+  core::DatasetParts d = ds();
   constexpr int kBulkTag = 1, kBlockTag = 2;
   // The aggregated chunk's file space first, so that detached blocks land in their staged places. On an
   // error this rank still takes part in the exchange, and reports the error after it.
@@ -343,7 +343,7 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
     if (item.detached) {
       samples = send_buffer.data() + item.data_at;
       if (item.dest == rank) {
-        if (std::byte* p = place(format::entry_in_file(d.idx_, st.field, item.block))) samples = p;
+        if (std::byte* p = place(format::entry_in_file(d.idx, st.field, item.block))) samples = p;
         own_samples.push_back(samples);
       }
     }
@@ -373,7 +373,7 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
     for (size_t j = first; j < records.size() && s.is_ok(); ++j) {
       const parallel::PieceHeader& h = records[j].header;
       if (!h.detached) continue;
-      const int64_t entry = format::entry_in_file(d.idx_, h.field, h.block);
+      const int64_t entry = format::entry_in_file(d.idx, h.field, h.block);
       if (own && next_own < own_samples.size()) records[j].data = own_samples[next_own++];
       else if (!own && next_in < io.incoming.size() && io.incoming[next_in].source == r && io.incoming[next_in].entry == entry)
         records[j].data = landing[next_in++];
@@ -388,7 +388,7 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
 
 Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times, const parallel::WritePlan& plan,
                                      core::WriteTally& t) {
-  auto& d = ds();
+  core::DatasetParts d = ds();
   core::CommitSteps steps;
   steps.agree = [&](const Status& s) { return agree(comm, s); };
   steps.any = [&](bool mine) {
@@ -399,34 +399,33 @@ Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times, const pa
   steps.writes_idx = rank == 0;
   steps.durable = options.durable;
   for (int64_t tm : times) {
-    if (d.idx_.time.contains(tm)) continue;
+    if (d.idx.time.contains(tm)) continue;
     auto& written = steps.new_times[tm];
     for (const auto& c : plan.chunks)
       if (c.time == tm) written.push_back(c.first_block);
   }
   core::CommitResult done;
-  const Status s = core::commit_writes(*d.files_, d.path_, d.idx_, steps, done);
+  const Status s = core::commit_writes(d.files, d.path, d.idx, steps, done);
   t.phases.write += done.prepare_seconds;
   t.phases.commit += done.publish_seconds;
   if (s.is_ok() || done.idx_published) {
-    d.new_times_.clear();
-    d.uncommitted_create_ = false;
+    d.note_commit(done.idx_published);
   }
-  if (!s.is_ok()) d.files_->abort();
+  if (!s.is_ok()) d.files.abort();
   return s;
 }
 
 Result<WriteReport> ParallelDataset::Impl::flush() {
   const double start = util::now_seconds();
-  auto& d = ds();
-  core::WriteTally t(d.idx_.bitmask.max_level());
+  core::DatasetParts d = ds();
+  core::WriteTally t(d.idx.bitmask.max_level());
   // Every rank learns every staged box: (field, time, lo, hi) per box.
   double t0 = util::now_seconds();
   std::vector<int64_t> mine;
   int64_t bytes = 0;
   for (const Staged& s : staged) {
     mine.insert(mine.end(), {s.field, s.time, s.box.lo[0], s.box.lo[1], s.box.lo[2], s.box.hi[0], s.box.hi[1], s.box.hi[2]});
-    bytes += s.box.sample_count() * static_cast<int64_t>(d.coding_[static_cast<size_t>(s.field)].dtype.bytes());
+    bytes += s.box.sample_count() * static_cast<int64_t>(d.coding[static_cast<size_t>(s.field)].dtype.bytes());
   }
   std::vector<int> counts;
   const std::vector<int64_t> all = parallel::allgather_int64(comm, mine, counts);
@@ -442,8 +441,8 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
   std::sort(times.begin(), times.end());
   times.erase(std::unique(times.begin(), times.end()), times.end());
   std::vector<int64_t> block_bytes;
-  for (size_t f = 0; f < d.coding_.size(); ++f) block_bytes.push_back(static_cast<int64_t>(d.block_bytes(static_cast<int>(f))));
-  const parallel::WritePlan plan = parallel::make_write_plan(d.idx_, *d.space_, boxes, size, options, block_bytes);
+  for (size_t f = 0; f < d.coding.size(); ++f) block_bytes.push_back(static_cast<int64_t>(d.block_bytes(static_cast<int>(f))));
+  const parallel::WritePlan plan = parallel::make_write_plan(d.idx, d.space, boxes, size, options, block_bytes);
   // Each round's sends and receives up front, so that the buffers are sized once and the size limits
   // agreed once for the whole flush.
   size_t mine_at = 0;  // this rank's first box in `boxes`
@@ -470,7 +469,7 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
   if (s.is_ok()) s = agree(comm, failed);
   staged.clear();
   if (!s.is_ok()) {
-    d.files_->abort();
+    d.files.abort();
     return s;
   }
   HZIO_RETURN_IF_ERROR(commit(times, plan, t));
@@ -502,7 +501,7 @@ WriteReport ParallelDataset::Impl::reduce(const parallel::WritePlan& plan, const
 }
 
 Result<WriteReport> ParallelDataset::flush() {
-  if (impl_->closed) return invalid_argument("dataset " + impl_->ds().path_ + " is closed");
+  if (impl_->closed) return invalid_argument("dataset " + impl_->ds().path + " is closed");
   return impl_->flush();
 }
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "core/dataset_impl.hpp"
+#include "core/dataset_parts.hpp"
 #include "core/window_assembly.hpp"
 #include "format/file_name.hpp"
 #include "hzio/parallel.hpp"
@@ -92,17 +92,17 @@ struct ReadBlocks {
   std::vector<std::vector<std::byte>> decoded;
 };
 
-Status read_for_everyone(Dataset::Impl& d, const std::vector<Key>& keys, ReadBlocks& out, ReadReport& rep) {
+Status read_for_everyone(core::DatasetParts& d, const std::vector<Key>& keys, ReadBlocks& out, ReadReport& rep) {
   const size_t n = keys.size();
   out.heads.assign(n, {});
   out.data.assign(n, nullptr);
   out.decoded.assign(n, {});
   std::vector<Status> errors(n);
   std::vector<ReadReport> io(n);
-  d.pool_.parallel_for(n, [&](size_t i) {
+  d.pool.parallel_for(n, [&](size_t i) {
     const auto& [f, t, b] = keys[i];
     out.heads[i] = {f, -1, t, b, 0, 0};
-    auto where = d.files_->locate(f, t, b, &io[i]);
+    auto where = d.files.locate(f, t, b, &io[i]);
     if (!where.is_ok()) {
       errors[i] = where.status();
       return;
@@ -116,7 +116,7 @@ Status read_for_everyone(Dataset::Impl& d, const std::vector<Key>& keys, ReadBlo
     } else {
       std::vector<std::byte> scratch;
       out.decoded[i].resize(d.block_bytes(f));
-      auto l = core::load_block(w, d.coding_[f], *d.space_, d.idx_.ndim, b, scratch, out.decoded[i], &io[i]);
+      auto l = core::load_block(w, d.coding[f], d.space, d.idx.ndim, b, scratch, out.decoded[i], &io[i]);
       if (!l.is_ok()) {
         errors[i] = l.status();
         return;
@@ -145,15 +145,15 @@ Status parallel_read(Dataset& dataset, MPI_Comm comm, bool one_node, size_t budg
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  Dataset::Impl& d = dataset.impl();
+  core::DatasetParts d(dataset);
   Request mine;
   Status s;
   if (!box.empty()) {
     s = d.check_field_time(field, time, false, mine.field);
     if (level < 0) level = dataset.max_level();
     auto grid = s.is_ok() ? dataset.level_grid(box, level) : Result<SampleGrid>(s);
-    if (grid.is_ok() && out_bytes != static_cast<size_t>(grid->sample_count()) * d.coding_[mine.field].dtype.bytes()) {
-      s = invalid_argument("read output needs " + std::to_string(grid->sample_count() * d.coding_[mine.field].dtype.bytes()) + " bytes");
+    if (grid.is_ok() && out_bytes != static_cast<size_t>(grid->sample_count()) * d.coding[mine.field].dtype.bytes()) {
+      s = invalid_argument("read output needs " + std::to_string(grid->sample_count() * d.coding[mine.field].dtype.bytes()) + " bytes");
     } else if (!grid.is_ok()) {
       s = grid.status();
     }
@@ -182,13 +182,13 @@ Status parallel_read(Dataset& dataset, MPI_Comm comm, bool one_node, size_t budg
   auto* o = static_cast<std::byte*>(out);
   if (method == ReadMethod::kIndependent) {
     rep->method = "independent";
-    s = mine.empty ? Status::ok() : d.read_box(box, level, 0, mine.field, time, o, rep, nullptr, true);
+    s = mine.empty ? Status::ok() : d.read_box(box, level, 0, mine.field, time, o, rep, true);
     return parallel::agree(comm, s);
   }
   rep->method = "two-phase";
   // Each data file goes to one reader rank (round robin over the files in order).
   const auto file_of = [&](const Key& key) {
-    return std::make_pair(std::get<1>(key), format::first_block_of_file(d.idx_, static_cast<int64_t>(std::get<2>(key))));
+    return std::make_pair(std::get<1>(key), format::first_block_of_file(d.idx, static_cast<int64_t>(std::get<2>(key))));
   };
   std::map<std::pair<int64_t, int64_t>, int> reader;
   for (const auto& [key, ranks] : wanted) reader.emplace(file_of(key), 0);
@@ -237,7 +237,7 @@ Status parallel_read(Dataset& dataset, MPI_Comm comm, bool one_node, size_t budg
       packed = io_error("out of memory packing blocks for a two-phase read");
     }
     HZIO_RETURN_IF_ERROR(parallel::agree(comm, packed));
-    d.pool_.parallel_for(to_read.size(), [&](size_t i) {
+    d.pool.parallel_for(to_read.size(), [&](size_t i) {
       for (int64_t offset : at[i]) {
         std::memcpy(send.data() + offset, &blocks.heads[i], sizeof(BlockHeader));
         if (blocks.heads[i].bytes) std::memcpy(send.data() + offset + sizeof(BlockHeader), blocks.data[i], blocks.heads[i].bytes);
@@ -266,17 +266,17 @@ Status parallel_read(Dataset& dataset, MPI_Comm comm, bool one_node, size_t budg
     }
   }
   rep->blocks_missing += missing;
-  const core::FieldCoding& fc = d.coding_[mine.field];
-  const hzorder::ArrayView view{o, d.space_->grid_in_box(box, level), fc.dtype.bytes()};
+  const core::FieldCoding& fc = d.coding[mine.field];
+  const hzorder::ArrayView view{o, d.space.grid_in_box(box, level), fc.dtype.bytes()};
   const core::WindowFill fill{missing > 0 ? core::WindowFill::Start::kDefault : core::WindowFill::Start::kBlocksOnly, fc.dtype,
                               fc.default_value};
   if (static_cast<uint64_t>(view.grid.sample_count()) * fc.dtype.bytes() >= core::kWindowedReadBytes) {
-    core::assemble_windows(core::plan_windows(*d.space_, level, placed, box, view.grid, fc.dtype.bytes()), placed, view, fill, d.pool_);
+    core::assemble_windows(core::plan_windows(d.space, level, placed, box, view.grid, fc.dtype.bytes()), placed, view, fill, d.pool);
     rep->assembly = "windows";
     return Status::ok();
   }
   if (missing > 0) hzorder::fill_samples(o, static_cast<size_t>(view.grid.sample_count()), fc.dtype, fc.default_value);
-  d.pool_.parallel_for(placed.size(), [&](size_t i) {
+  d.pool.parallel_for(placed.size(), [&](size_t i) {
     for (const hzorder::Run& r : placed[i].runs)
       hzorder::copy_run(r, box, const_cast<std::byte*>(placed[i].data), view, hzorder::Direction::kBlockToArray);
   });

@@ -43,10 +43,10 @@ void gather_subgrid(const hzorder::Run& g, const Point& lo, const Point& hi, con
 
 // Statistics travel with a whole block as the block's and then each part's range record, in the
 // sidecar's form (stats/stats_file.hpp).
-uint64_t stats_wire_bytes(const Dataset::Impl& ds, int field) {
-  const auto& fc = ds.coding_[field];
+uint64_t stats_wire_bytes(const core::DatasetParts& ds, int field) {
+  const auto& fc = ds.coding[field];
   if (fc.codec.kind != codec::CodecKind::kRaw) return 0;  // lossy codecs need the stored values' stats
-  const uint64_t ranges = 1 + (ds.files_->stats_bits() > 0 ? uint64_t{1} << ds.files_->stats_bits() : 0);
+  const uint64_t ranges = 1 + (ds.files.stats_bits() > 0 ? uint64_t{1} << ds.files.stats_bits() : 0);
   return ranges * stats::range_record_bytes(fc.dtype.components);
 }
 
@@ -59,14 +59,14 @@ std::byte* put_record(std::byte* out, const PieceHeader& h) {
 
 }  // namespace
 
-void write_record(Dataset::Impl& ds, int field, int64_t time, const Box& box, const std::byte* data,
+void write_record(core::DatasetParts& ds, int field, int64_t time, const Box& box, const std::byte* data,
                   uint64_t block, std::byte* out, std::byte* samples, core::WriteTally& tally) {
   const double t0 = util::now_seconds();
-  const auto& fc = ds.coding_[field];
-  const hzorder::Run g = core::block_grid(*ds.space_, block);
+  const auto& fc = ds.coding[field];
+  const hzorder::Run g = core::block_grid(ds.space, block);
   Point lo, hi, dlo, dhi;
   grid_range(g, box, lo, hi);
-  grid_range(g, ds.idx_.box, dlo, dhi);
+  grid_range(g, ds.idx.box, dlo, dhi);
   PieceHeader h;
   h.field = field;
   h.time = time;
@@ -86,14 +86,14 @@ void write_record(Dataset::Impl& ds, int field, int64_t time, const Box& box, co
       dst = put_record(out, h);
       stats_at = dst + ((h.bytes + 7) & ~uint64_t{7});
     }
-    if (range_count(dlo, dhi) < ds.idx_.samples_per_block()) {
-      hzorder::fill_samples(dst, static_cast<size_t>(ds.idx_.samples_per_block()), fc.dtype, fc.default_value);
+    if (range_count(dlo, dhi) < ds.idx.samples_per_block()) {
+      hzorder::fill_samples(dst, static_cast<size_t>(ds.idx.samples_per_block()), fc.dtype, fc.default_value);
     }
     const hzorder::ArrayView src{const_cast<std::byte*>(data), {box.lo, {1, 1, 1}, {box.extent(0), box.extent(1), box.extent(2)}},
                                  fc.dtype.bytes()};
-    for (const auto& run : ds.space_->block_runs(block, fc.layout))
+    for (const auto& run : ds.space.block_runs(block, fc.layout))
       hzorder::copy_run(run, box, dst, src, hzorder::Direction::kArrayToBlock);
-    tally.add_hz(ds.space_->level_of_block(block), util::now_seconds() - t0);
+    tally.add_hz(ds.space.level_of_block(block), util::now_seconds() - t0);
     if (h.stats_bytes > 0) {
       const double t1 = util::now_seconds();
       const stats::BlockStats st = ds.block_writer().statistics(field, block, std::span<const std::byte>(dst, h.bytes));
@@ -113,14 +113,14 @@ void write_record(Dataset::Impl& ds, int field, int64_t time, const Box& box, co
   tally.phases.restructure += util::now_seconds() - t0;
 }
 
-RecordShape record_shape(const Dataset::Impl& ds, int field, const Box& box, uint64_t block) {
-  const hzorder::Run g = core::block_grid(*ds.space_, block);
+RecordShape record_shape(const core::DatasetParts& ds, int field, const Box& box, uint64_t block) {
+  const hzorder::Run g = core::block_grid(ds.space, block);
   Point lo, hi, dlo, dhi;
   grid_range(g, box, lo, hi);
-  grid_range(g, ds.idx_.box, dlo, dhi);
+  grid_range(g, ds.idx.box, dlo, dhi);
   RecordShape s;
   s.whole = lo == dlo && hi == dhi;
-  s.samples = s.whole ? ds.block_bytes(field) : static_cast<uint64_t>(range_count(lo, hi)) * ds.coding_[field].dtype.bytes();
+  s.samples = s.whole ? ds.block_bytes(field) : static_cast<uint64_t>(range_count(lo, hi)) * ds.coding[field].dtype.bytes();
   s.stats = s.whole ? stats_wire_bytes(ds, field) : 0;
   return s;
 }
@@ -163,16 +163,16 @@ bool ranges_overlap(const PieceHeader& a, const PieceHeader& b) {
 
 // Builds one block (decoded, field layout) from its records into `out`; starts from the stored block
 // (or the default value) when the records do not cover every real sample.
-Status assemble(Dataset::Impl& ds, const core::BlockWriter& writer, int field, int64_t time, uint64_t block,
+Status assemble(core::DatasetParts& ds, const core::BlockWriter& writer, int field, int64_t time, uint64_t block,
                 const std::vector<const Record*>& recs, std::span<std::byte> out) {
-  const auto& fc = ds.coding_[field];
+  const auto& fc = ds.coding[field];
   const int whole = last_whole(recs);
-  const hzorder::Run g = core::block_grid(*ds.space_, block);
+  const hzorder::Run g = core::block_grid(ds.space, block);
   if (whole >= 0) {
     std::memcpy(out.data(), recs[static_cast<size_t>(whole)]->data, out.size());
   } else {
     Point dlo, dhi;
-    grid_range(g, ds.idx_.box, dlo, dhi);
+    grid_range(g, ds.idx.box, dlo, dhi);
     // Pieces of different ranks never overlap; one rank's may (two writes of one region in a flush),
     // and then their sum says nothing about coverage: merge with the stored block to be safe.
     int64_t covered = 0;
@@ -187,7 +187,7 @@ Status assemble(Dataset::Impl& ds, const core::BlockWriter& writer, int field, i
       HZIO_RETURN_IF_ERROR(writer.base(field, time, block, base));
       std::memcpy(out.data(), base.data(), out.size());
     } else {
-      hzorder::fill_samples(out.data(), static_cast<size_t>(ds.idx_.samples_per_block()), fc.dtype, fc.default_value);
+      hzorder::fill_samples(out.data(), static_cast<size_t>(ds.idx.samples_per_block()), fc.dtype, fc.default_value);
     }
   }
   for (size_t i = static_cast<size_t>(whole + 1); i < recs.size(); ++i) {
@@ -202,19 +202,19 @@ Status assemble(Dataset::Impl& ds, const core::BlockWriter& writer, int field, i
       clip.hi[a] = sub.origin[a] + (sub.count[a] - 1) * g.delta[a] + 1;
     }
     const hzorder::ArrayView src{const_cast<std::byte*>(recs[i]->data), sub, fc.dtype.bytes()};
-    for (const auto& run : ds.space_->block_runs(block, fc.layout))
+    for (const auto& run : ds.space.block_runs(block, fc.layout))
       hzorder::copy_run(run, clip, out.data(), src, hzorder::Direction::kArrayToBlock);
   }
   return Status::ok();
 }
 
 // The statistics a whole raw block carried from its source, if they match this dataset's grain.
-std::optional<stats::BlockStats> carried_stats(const Dataset::Impl& ds, int field, const Record& r) {
+std::optional<stats::BlockStats> carried_stats(const core::DatasetParts& ds, int field, const Record& r) {
   if (!r.stats || r.header.stats_bytes != stats_wire_bytes(ds, field)) return std::nullopt;
-  const int comps = ds.coding_[field].dtype.components;
+  const int comps = ds.coding[field].dtype.components;
   stats::BlockStats st;
   const std::byte* at = stats::read_range_record(r.stats, st.block, comps);
-  st.parts.resize(ds.files_->stats_bits() > 0 ? size_t{1} << ds.files_->stats_bits() : 0);
+  st.parts.resize(ds.files.stats_bits() > 0 ? size_t{1} << ds.files.stats_bits() : 0);
   for (auto& part : st.parts) at = stats::read_range_record(at, part, comps);
   return st;
 }
@@ -229,8 +229,8 @@ std::byte* ChunkSlots::place(int64_t entry) const {
 namespace {
 
 // The block records of a chunk's entries, without their samples yet.
-std::vector<core::BlockRecord> chunk_records(const Dataset::Impl& ds, const Chunk& chunk, const std::vector<int64_t>& entries) {
-  const int64_t bpf = ds.idx_.blocks_per_file;
+std::vector<core::BlockRecord> chunk_records(const core::DatasetParts& ds, const Chunk& chunk, const std::vector<int64_t>& entries) {
+  const int64_t bpf = ds.idx.blocks_per_file;
   std::vector<core::BlockRecord> records;
   for (int64_t e : entries) {
     records.push_back({.field = static_cast<int>(e / bpf), .time = chunk.time,
@@ -241,20 +241,20 @@ std::vector<core::BlockRecord> chunk_records(const Dataset::Impl& ds, const Chun
 
 }  // namespace
 
-Status reserve_chunk(Dataset::Impl& ds, const Chunk& chunk, std::vector<int64_t> entries, ChunkSlots& slots) {
+Status reserve_chunk(core::DatasetParts& ds, const Chunk& chunk, std::vector<int64_t> entries, ChunkSlots& slots) {
   slots.entries = std::move(entries);
   const std::vector<core::BlockRecord> records = chunk_records(ds, chunk, slots.entries);
   HZIO_ASSIGN_OR_RETURN(slots.slots, ds.block_writer().reserve(records));
   return Status::ok();
 }
 
-Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Record>& records, const ChunkSlots& slots,
+Status write_chunk(core::DatasetParts& ds, const Chunk& chunk, const std::vector<Record>& records, const ChunkSlots& slots,
                    core::WriteTally& tally) {
   std::map<int64_t, std::vector<const Record*>> by_entry;
   for (const Record& r : records) {
-    if (r.header.time != chunk.time || format::first_block_of_file(ds.idx_, static_cast<int64_t>(r.header.block)) != chunk.first_block)
+    if (r.header.time != chunk.time || format::first_block_of_file(ds.idx, static_cast<int64_t>(r.header.block)) != chunk.first_block)
       continue;
-    const int64_t e = format::entry_in_file(ds.idx_, r.header.field, r.header.block);
+    const int64_t e = format::entry_in_file(ds.idx, r.header.field, r.header.block);
     if (e >= chunk.entry_begin && e < chunk.entry_end) by_entry[e].push_back(&r);
   }
   std::vector<int64_t> entries;
@@ -263,7 +263,7 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
   core::BlockWriter writer = ds.block_writer();
   std::vector<core::BlockRecord> blocks = chunk_records(ds, chunk, entries);
   for (core::BlockRecord& b : blocks) {
-    const auto& recs = by_entry[format::entry_in_file(ds.idx_, b.field, b.block)];
+    const auto& recs = by_entry[format::entry_in_file(ds.idx, b.field, b.block)];
     if (last_whole(recs) == static_cast<int>(recs.size()) - 1) {  // the newest record is the whole block
       b.samples = recs.back()->data;
       b.stats = carried_stats(ds, b.field, *recs.back());
@@ -274,7 +274,7 @@ Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Reco
     }
   }
   HZIO_RETURN_IF_ERROR(writer.write(blocks, slots.slots));
-  for (const core::BlockRecord& b : blocks) tally.add_block(ds.space_->level_of_block(b.block), b);
+  for (const core::BlockRecord& b : blocks) tally.add_block(ds.space.level_of_block(b.block), b);
   return Status::ok();
 }
 

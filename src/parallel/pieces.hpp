@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/block_writer.hpp"
-#include "core/dataset_impl.hpp"
+#include "core/dataset_parts.hpp"
 #include "core/write_tally.hpp"
 #include "hzio/write_report.hpp"
 #include "parallel/write_plan.hpp"
@@ -60,11 +60,11 @@ struct Record {
 // With `samples` null, writes the whole record (shape.bytes()) at `out`. Otherwise the record is
 // detached (whole blocks only): header and statistics (shape.bulk_bytes(true)) at `out`, the encoded
 // block (exactly shape.samples bytes, no padding) at `samples`.
-void write_record(Dataset::Impl& ds, int field, int64_t time, const Box& box, const std::byte* data,
+void write_record(core::DatasetParts& ds, int field, int64_t time, const Box& box, const std::byte* data,
                   uint64_t block, std::byte* out, std::byte* samples, core::WriteTally& tally);
 
 // Local. The parts of the record for (box, block): lets the exchange buffers be sized once.
-RecordShape record_shape(const Dataset::Impl& ds, int field, const Box& box, uint64_t block);
+RecordShape record_shape(const core::DatasetParts& ds, int field, const Box& box, uint64_t block);
 
 // Local. Splits a bulk message into records; a detached record's data pointer is left null for the
 // caller to set. Errors: kInternal on a malformed buffer.
@@ -80,13 +80,13 @@ struct ChunkSlots {
 };
 
 // Local. Reserves the raw blocks among `entries` (ascending, every entry that will get a record).
-Status reserve_chunk(Dataset::Impl& ds, const Chunk& chunk, std::vector<int64_t> entries, ChunkSlots& slots);
+Status reserve_chunk(core::DatasetParts& ds, const Chunk& chunk, std::vector<int64_t> entries, ChunkSlots& slots);
 
 // Local. Assembles the chunk's blocks from `records` (merging with stored data where pieces do not
 // cover a block; a detached record received into its staged place needs nothing), compresses them on
 // the pool and appends them to the data file in entry order. `slots` must come from reserve_chunk for
 // exactly the entries the records name.
-Status write_chunk(Dataset::Impl& ds, const Chunk& chunk, const std::vector<Record>& records, const ChunkSlots& slots,
+Status write_chunk(core::DatasetParts& ds, const Chunk& chunk, const std::vector<Record>& records, const ChunkSlots& slots,
                    core::WriteTally& tally);
 
 }  // namespace hzio::parallel
