@@ -99,7 +99,6 @@ class Dataset::Impl {
   size_t dirty_bytes_ = 0;
 
   size_t block_bytes(int field) const { return static_cast<size_t>(idx_.samples_per_block()) * coding_[field].dtype.bytes(); }
-  std::vector<uint64_t> blocks_for(const Box& box, int min_level, int max_level) const;
 };
 
 }  // namespace hzio

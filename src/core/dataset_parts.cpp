@@ -19,10 +19,6 @@ Status DatasetParts::check_field_time(std::string_view field, int64_t time, bool
 
 Status DatasetParts::check_box(const Box& box, const char* what) const { return impl_.check_box(box, what); }
 
-std::vector<uint64_t> DatasetParts::blocks_for(const Box& box, int min_level, int max_level) const {
-  return impl_.blocks_for(box, min_level, max_level);
-}
-
 Status DatasetParts::read_box(const Box& box, int level, int min_level, int field, int64_t time, std::byte* out,
                               ReadReport* report, bool fill_default) const {
   return impl_.read_box(box, level, min_level, field, time, out, report, nullptr, fill_default);

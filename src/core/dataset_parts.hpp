@@ -39,8 +39,6 @@ class DatasetParts {
   // writes), a box inside the dataset. Errors: kInvalidArgument, kNotFound.
   Status check_field_time(std::string_view field, int64_t time, bool for_write, int& field_index) const;
   Status check_box(const Box& box, const char* what) const;
-  // The blocks holding samples of levels [min_level, max_level] inside `box`, ascending.
-  std::vector<uint64_t> blocks_for(const Box& box, int min_level, int max_level) const;
   // Reads levels [min_level, level] of `box` into `out` as Dataset::read_box does (fill_default: samples
   // no block provides take the field's default value). Errors: as Dataset::read_box.
   Status read_box(const Box& box, int level, int min_level, int field, int64_t time, std::byte* out, ReadReport* report,

@@ -62,7 +62,7 @@ Status Dataset::query(const Box& box, int level, std::string_view field, int64_t
   const size_t sb = fc.dtype.bytes(), bytes = d.block_bytes(f);
   const size_t offset = static_cast<size_t>(component) * fc.dtype.scalar_bytes();
   const Test test = test_for(fc.dtype.scalar);
-  const std::vector<uint64_t> blocks = d.blocks_for(box, 0, level);
+  const std::vector<uint64_t> blocks = d.space_->blocks_of_box(box, 0, level);
   std::vector<Hits> hits(blocks.size());
   std::mutex mutex;
   Status first_error;

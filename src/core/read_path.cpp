@@ -94,7 +94,7 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
   const core::FieldCoding& fc = coding_[field];
   const hzorder::ArrayView view{out, space_->grid_in_box(box, level), fc.dtype.bytes()};
   ReadPlan plan;
-  plan.blocks = blocks_for(box, min_level, level);
+  plan.blocks = space_->blocks_of_box(box, min_level, level);
   // Locate every block first: missing blocks decide whether defaults are needed at all, and the
   // payload spans can be read ahead.
   plan.where.resize(plan.blocks.size());

@@ -32,21 +32,13 @@ void copy_into_block(const hzorder::HzSpace& space, uint64_t block, Layout layou
 
 }  // namespace
 
-std::vector<uint64_t> Dataset::Impl::blocks_for(const Box& box, int min_level, int max_level) const {
-  std::vector<uint64_t> blocks;
-  const int bpb = idx_.bits_per_block;
-  if (min_level <= bpb) space_->blocks_in_box(box, std::min(max_level, bpb), blocks, min_level);
-  for (int h = std::max(bpb + 1, min_level); h <= max_level; ++h) space_->blocks_in_box(box, h, blocks);
-  return blocks;
-}
-
 Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const std::byte* data) {
   const core::FieldCoding& fc = coding_[field];
   const size_t bytes = block_bytes(field);
   const int64_t per_block = idx_.samples_per_block();
   Point extent{box.extent(0), box.extent(1), box.extent(2)};
   const ArrayView src{const_cast<std::byte*>(data), {box.lo, {1, 1, 1}, extent}, fc.dtype.bytes()};
-  const std::vector<uint64_t> blocks = blocks_for(box, 0, idx_.bitmask.max_level());
+  const std::vector<uint64_t> blocks = space_->blocks_of_box(box, 0, idx_.bitmask.max_level());
   if (time != 0 || (idx_.time.declared && !idx_.time.template_text.empty())) {
     if (!idx_.time.contains(time)) new_times_.insert(time);
   }

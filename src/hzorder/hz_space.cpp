@@ -203,4 +203,12 @@ void HzSpace::blocks_in_box(const Box& box, int level, std::vector<uint64_t>& ou
   std::sort(out.begin() + static_cast<std::ptrdiff_t>(start), out.end());
 }
 
+std::vector<uint64_t> HzSpace::blocks_of_box(const Box& box, int min_level, int max_level) const {
+  std::vector<uint64_t> blocks;
+  const int bpb = bits_per_block();
+  if (min_level <= bpb) blocks_in_box(box, std::min(max_level, bpb), blocks, min_level);
+  for (int h = std::max(bpb + 1, min_level); h <= max_level; ++h) blocks_in_box(box, h, blocks);
+  return blocks;
+}
+
 }  // namespace hzio::hzorder

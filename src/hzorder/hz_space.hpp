@@ -67,6 +67,10 @@ class HzSpace {
   // Local, thread-safe. Appends to `out` the blocks of `level` holding at least one sample inside
   // `box`, ascending. Level 0..bpb means block 0, whose samples of levels [min_level, level] are tested.
   void blocks_in_box(const Box& box, int level, std::vector<uint64_t>& out, int min_level = 0) const;
+  // Local, thread-safe. The block plan of a box: every block holding a sample of levels
+  // [min_level, max_level] inside `box`, ascending; what reads, queries, progressive reads and writes
+  // (one process and collective) touch.
+  std::vector<uint64_t> blocks_of_box(const Box& box, int min_level, int max_level) const;
 
  private:
   // The per-axis deposit tables for index bits j in [0, nbits) that map to positions K = top - 1 - j.

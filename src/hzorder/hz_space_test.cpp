@@ -144,6 +144,35 @@ TEST(HzSpace, BlocksInBoxEqualsBruteForceOverRandomBoxesAndLevels) {
   }
 }
 
+TEST(HzSpace, BlockPlanOfABoxIsEveryBlockWithASampleOfTheLevelsAscending) {
+  std::mt19937 rng(11);
+  for (const char* bits : {"V0120120120", "V22110"}) {
+    HzSpace s = space(bits, 3);
+    const Point p2 = s.bitmask().pow2_dims();
+    for (int trial = 0; trial < 60; ++trial) {
+      Box box;
+      for (int a = 0; a < kMaxDims; ++a) {
+        box.lo[a] = std::uniform_int_distribution<int64_t>(0, p2[a] - 1)(rng);
+        box.hi[a] = std::uniform_int_distribution<int64_t>(box.lo[a] + 1, p2[a])(rng);
+      }
+      const int hi = std::uniform_int_distribution<int>(0, s.max_level())(rng);
+      const int lo = std::uniform_int_distribution<int>(0, hi)(rng);
+      std::set<uint64_t> expected;  // brute force over the samples of the box
+      for (int64_t z = box.lo[2]; z < box.hi[2]; ++z)
+        for (int64_t y = box.lo[1]; y < box.hi[1]; ++y)
+          for (int64_t x = box.lo[0]; x < box.hi[0]; ++x) {
+            const uint64_t hz = s.point_to_hz({x, y, z});
+            const int level = HzSpace::level_of(hz);
+            if (level >= lo && level <= hi) expected.insert(hz >> 3);
+          }
+      const std::vector<uint64_t> got = s.blocks_of_box(box, lo, hi);
+      EXPECT_TRUE(std::is_sorted(got.begin(), got.end()));
+      EXPECT_EQ(std::set<uint64_t>(got.begin(), got.end()), expected) << bits << " levels " << lo << ".." << hi << " " << box.to_string();
+      EXPECT_EQ(got.size(), expected.size());
+    }
+  }
+}
+
 TEST(HzSpace, GridInBoxMatchesOpenVisusCoarseReadShapes) {
   HzSpace s = space("V0101010", 4);
   Box box{{0, 0, 0}, {16, 8, 1}};

@@ -165,7 +165,7 @@ Status parallel_read(Dataset& dataset, MPI_Comm comm, bool one_node, size_t budg
   int64_t asked = 0;
   for (int r = 0; r < size; ++r) {
     if (req[r].empty) continue;
-    std::vector<uint64_t> blocks = d.blocks_for(req[r].box, 0, req[r].level);
+    std::vector<uint64_t> blocks = d.space.blocks_of_box(req[r].box, 0, req[r].level);
     asked += static_cast<int64_t>(blocks.size());
     for (uint64_t b : blocks) wanted[{req[r].field, req[r].time, b}].push_back(r);
   }

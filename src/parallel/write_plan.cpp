@@ -47,20 +47,13 @@ int pick_localized(const std::set<int>& holders, std::vector<int64_t>& load, std
 
 }  // namespace
 
-std::vector<uint64_t> blocks_of_box(const hzorder::HzSpace& space, const Box& box) {
-  std::vector<uint64_t> blocks;
-  space.blocks_in_box(box, space.bits_per_block(), blocks);
-  for (int h = space.bits_per_block() + 1; h <= space.max_level(); ++h) space.blocks_in_box(box, h, blocks);
-  return blocks;
-}
-
 WritePlan make_write_plan(const format::IdxFile& idx, const hzorder::HzSpace& space, const std::vector<BoxInfo>& boxes,
                           int ranks, const ParallelOptions& options, const std::vector<int64_t>& block_bytes) {
   std::map<UnitKey, Unit> units;
   WritePlan plan;
   plan.box_blocks.reserve(boxes.size());
   for (const BoxInfo& b : boxes) {
-    plan.box_blocks.push_back(blocks_of_box(space, b.box));
+    plan.box_blocks.push_back(space.blocks_of_box(b.box, 0, space.max_level()));
     for (uint64_t block : plan.box_blocks.back()) {
       const int64_t first = format::first_block_of_file(idx, static_cast<int64_t>(block));
       Unit& u = units[{b.time, first}];

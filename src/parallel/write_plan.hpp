@@ -35,11 +35,8 @@ struct WritePlan {
   std::vector<std::vector<int>> rounds;  // chunk indices of each round
   int aggregators = 0;                   // distinct aggregator ranks
   int64_t files = 0;
-  std::vector<std::vector<uint64_t>> box_blocks;  // blocks_of_box of each input box, in input order
+  std::vector<std::vector<uint64_t>> box_blocks;  // HzSpace::blocks_of_box of each box (all levels), in input order
 };
-
-// Local. Every block a box touches, levels 0..max_level, ascending.
-std::vector<uint64_t> blocks_of_box(const hzorder::HzSpace& space, const Box& box);
 
 // Local, deterministic. Builds the plan from every rank's boxes. block_bytes[f] = decoded bytes of one
 // block of field f.
