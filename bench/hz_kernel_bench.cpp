@@ -23,7 +23,8 @@ struct HugeBuffer {
   std::byte* ptr = nullptr;
   size_t n = 0;
   explicit HugeBuffer(size_t bytes) : n(bytes) {
-    ptr = static_cast<std::byte*>(std::aligned_alloc(size_t{2} << 20, (bytes + (size_t{2} << 20) - 1) & ~((size_t{2} << 20) - 1)));
+    ptr = static_cast<std::byte*>(
+        std::aligned_alloc(size_t{2} << 20, (bytes + (size_t{2} << 20) - 1) & ~((size_t{2} << 20) - 1)));
     madvise(ptr, n, MADV_HUGEPAGE);
     std::memset(ptr, 0, n);
   }
@@ -65,7 +66,8 @@ int main(int argc, char** argv) {
     HugeBuffer src(static_cast<size_t>(n) * sb), dst(src.size()), copy(src.size());
     for (size_t i = 0; i < src.size(); ++i) src[i] = std::byte(i * 131 + 7);
     std::vector<double> t_memcpy;
-    for (int r = 0; r < reps; ++r) t_memcpy.push_back(time_it([&] { std::memcpy(copy.data(), src.data(), src.size()); }));
+    for (int r = 0; r < reps; ++r)
+      t_memcpy.push_back(time_it([&] { std::memcpy(copy.data(), src.data(), src.size()); }));
     for (Layout layout : {Layout::kHzOrder, Layout::kRowMajor}) {
       hzorder::ArrayView view{src.data(), {{0, 0, 0}, {1, 1, 1}, dims}, sb};
       hzorder::ArrayView out{copy.data(), {{0, 0, 0}, {1, 1, 1}, dims}, sb};
@@ -88,10 +90,11 @@ int main(int argc, char** argv) {
         return 1;
       }
       const double enc = median(t_enc), dec = median(t_dec), mc = median(t_memcpy);
-      std::printf("%s  {\"case\": \"%s float%zu %lld^3\", \"encode_msamples_per_s\": %.1f, \"decode_msamples_per_s\": %.1f, "
-                  "\"memcpy_msamples_per_s\": %.1f, \"encode_vs_memcpy\": %.3f, \"decode_vs_memcpy\": %.3f, \"reps\": %d}",
-                  first ? "" : ",\n", layout == Layout::kHzOrder ? "hzorder" : "rowmajor", sb * 8,
-                  static_cast<long long>(edge), n / enc / 1e6, n / dec / 1e6, n / mc / 1e6, mc / enc, mc / dec, reps);
+      std::printf(
+          "%s  {\"case\": \"%s float%zu %lld^3\", \"encode_msamples_per_s\": %.1f, \"decode_msamples_per_s\": %.1f, "
+          "\"memcpy_msamples_per_s\": %.1f, \"encode_vs_memcpy\": %.3f, \"decode_vs_memcpy\": %.3f, \"reps\": %d}",
+          first ? "" : ",\n", layout == Layout::kHzOrder ? "hzorder" : "rowmajor", sb * 8, static_cast<long long>(edge),
+          n / enc / 1e6, n / dec / 1e6, n / mc / 1e6, mc / enc, mc / dec, reps);
       first = false;
     }
   }

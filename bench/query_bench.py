@@ -19,9 +19,8 @@ import shutil
 import sys
 import time
 
-import numpy as np
-
 import hzio
+import numpy as np
 from bench_util import drop_page_cache, machine_facts, summarize, uptime_line
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -235,8 +234,8 @@ def parse_args(argv):
     parser.add_argument("--bits", default="12,14,16,18",
                         help="bits_per_block values, statistics per block only (default 12,14,16,18)")
     parser.add_argument("--sub-block", default="14:2,16:4,18:6",
-                        help="extra bpb:g variants with statistics of 2^g parts per block (default 14:2,16:4,18:6, which "
-                             "is what hzio.create picks for 14, 16 and 18 when not told; '' none)")
+                        help="extra bpb:g variants with statistics of 2^g parts per block (default 14:2,16:4,18:6, "
+                             "which is what hzio.create picks for 14, 16 and 18 when not told; '' none)")
     parser.add_argument("--selectivity", default="0.001,0.01,0.1,1", help="fractions of samples to match")
     parser.add_argument("--modes", default="mask,coords", help="query result forms: mask and/or coords")
     parser.add_argument("--dir", default=os.path.join(REPO_ROOT, "build", "bench_tmp"),

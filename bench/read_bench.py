@@ -21,11 +21,10 @@ import sys
 import time
 from statistics import median
 
-import numpy as np
-from mpi4py import MPI
-
 import hzio
+import numpy as np
 from bench_util import drop_page_cache, machine_facts, summarize, uptime_line
+from mpi4py import MPI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
@@ -260,7 +259,8 @@ def report_serial(times, reports, nbytes, load):
               + f"{s['bytes_read']:>12}")
     for base in ("raw", "raw-reused"):
         for k in KINDS:
-            out[f"hzio_vs_{base.replace('-', '_')}_{k}"] = round(out[base][k]["median_s"] / out["hzio"][k]["median_s"], 3)
+            ratio = out[base][k]["median_s"] / out["hzio"][k]["median_s"]
+            out[f"hzio_vs_{base.replace('-', '_')}_{k}"] = round(ratio, 3)
     print(f"  hzio x raw (throughput ratio): cold {out['hzio_vs_raw_cold']:.2f}, warm {out['hzio_vs_raw_warm']:.2f}; "
           f"x raw-reused: cold {out['hzio_vs_raw_reused_cold']:.2f}, warm {out['hzio_vs_raw_reused_warm']:.2f}")
     return out

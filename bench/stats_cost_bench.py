@@ -28,9 +28,8 @@ import statistics
 import sys
 import time
 
-import numpy as np
-
 import hzio
+import numpy as np
 from bench_util import machine_facts, summarize, uptime_line
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -1,6 +1,7 @@
 """Collective hzio writes against IOR-like baselines in the same MPI run.
 
-Run it with ``mpiexec -n N .venv/bin/python bench/write_bench.py ...`` (``-h`` lists the options). Each rank owns one box of a global array; every case
+Run it with ``mpiexec -n N .venv/bin/python bench/write_bench.py ...`` (``-h`` lists the options). Each
+rank owns one box of a global array; every case
 writes the same bytes with the same fsync policy: file per process (``os.write`` per MiB), one shared
 file with MPI-IO collective writes, and hzio (``hzio.create(..., comm=...)``, one case per placement).
 Times are the maximum over ranks between two barriers; medians over the repetitions are reported.
@@ -16,9 +17,8 @@ import statistics
 import sys
 import time
 
-import numpy as np
-
 import hzio
+import numpy as np
 
 MIB = 1 << 20
 
@@ -218,7 +218,8 @@ def _config(args, ranks):
         raise UsageError(f"--global needs 1 to 3 axes ([z, y, x] order), got {args.global_shape!r}")
     decomp = parse_ints(args.decomp, "--decomp") if args.decomp else near_cubic_decomp(ranks, shape)
     if len(decomp) != len(shape) or int(np.prod(decomp)) != ranks:
-        raise UsageError(f"--decomp {args.decomp} must have {len(shape)} counts whose product is the rank count {ranks}")
+        raise UsageError(f"--decomp {args.decomp} must have {len(shape)} counts whose product is the rank count "
+                         f"{ranks}")
     if any(p > n for p, n in zip(decomp, shape)):
         raise UsageError(f"--decomp {args.decomp} leaves some ranks without samples of {shape_text(shape)}")
     for option, value in (("--fields", args.fields), ("--timesteps", args.timesteps), ("--reps", args.reps)):
@@ -226,7 +227,8 @@ def _config(args, ranks):
             raise UsageError(f"{option} must be at least 1, got {value}")
     hzio.parse_dtype(args.dtype)
     cfg = {k: getattr(args, k) for k in ("fields", "dtype", "timesteps", "codec", "layout", "bits_per_block",
-                                         "blocks_per_file", "aggregator_count", "aggregator_bytes", "fsync", "copy", "reps")}
+                                         "blocks_per_file", "aggregator_count", "aggregator_bytes", "fsync", "copy",
+                                         "reps")}
     # One encode thread per rank: the ranks share the cores, and the baselines write from one thread.
     cfg.update({"global": shape, "decomp": tuple(decomp), "field_names": [f"f{i}" for i in range(args.fields)],
                 "placements": ["localized", "uniform"] if args.placement == "both" else [args.placement], "threads": 1,

@@ -13,9 +13,8 @@ import sys
 import time
 import traceback
 
-import numpy as np
-
 import hzio
+import numpy as np
 
 SEED = 20261124
 RANKS = 4

@@ -17,12 +17,10 @@ import shutil
 import sys
 import time
 
+import hzio
 import numpy as np
 import OpenVisus as ov  # imported here so no timed case pays for loading the library
-
-import hzio
-from bench_util import (drop_page_cache, fsync_tree, machine_facts, summarize, timed, tree_bytes,
-                        uptime_line)
+from bench_util import drop_page_cache, fsync_tree, machine_facts, summarize, timed, tree_bytes, uptime_line
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
@@ -307,6 +305,7 @@ def main(argv=None):
     source = make_source(args.size)
     times, cold_ok = {}, True
     try:
+        interop = None
         for rep in range(args.reps):
             paths, cold_ok = run_rep(rep, source, scratch, writers, times, cold_ok, args.pause)
             interop = run_interop(paths, source) if rep == 0 else interop

@@ -15,10 +15,9 @@ import os
 import sys
 import time
 
+import hzio
 import numpy as np
 from PIL import Image
-
-import hzio
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

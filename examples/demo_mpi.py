@@ -20,7 +20,7 @@ from mpi4py import MPI
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hzio  # noqa: E402
-from demo import (PARAMS, check_views, parse_args, read_views, save_pictures, seed_state)  # noqa: E402
+from demo import PARAMS, check_views, parse_args, read_views, save_pictures, seed_state  # noqa: E402
 
 
 def slab_of(size, rank, ranks):
@@ -147,7 +147,7 @@ def main(argv=None):
         for field, truth in (("u", np.concatenate(u_all)), ("v", np.concatenate(v_all))):
             views = read_views(path, field, args.steps - 1, coarse_drop=6, box=box)
             check_views(views, truth, box)
-            for png, shape, scale in save_pictures(args.out, views, field, (float(truth.min()), float(truth.max()))):
+            for png, shape, _scale in save_pictures(args.out, views, field, (float(truth.min()), float(truth.max()))):
                 print(f"  saved {png} (mid-z slice {shape})")
         progressive(path, np.concatenate(u_all))
         find_front(path, np.concatenate(v_all))

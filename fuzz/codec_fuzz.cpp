@@ -48,16 +48,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::span<const std::byte> payload(reinterpret_cast<const std::byte*>(data), size);
   std::vector<std::byte> out;
   for (const Shape& shape : kShapes) {
-    out.assign(static_cast<size_t>(shape.dims[0] * shape.dims[1] * shape.dims[2]) * shape.sample_bytes,
-               std::byte{0});
+    out.assign(static_cast<size_t>(shape.dims[0] * shape.dims[1] * shape.dims[2]) * shape.sample_bytes, std::byte{0});
     for (CodecKind kind : {CodecKind::kRaw, CodecKind::kZip, CodecKind::kLz4}) {
       check(hzio::codec::decode_block(kind, CodecSpec{}, shape.dtype, shape.ndim, shape.dims, payload, out));
     }
     for (const char* text : kZfpSpecs) {
       const auto spec = CodecSpec::parse(text);
       if (!spec.is_ok()) std::abort();
-      check(hzio::codec::decode_block(CodecKind::kZfp, spec.value(), shape.dtype, shape.ndim, shape.dims, payload,
-                                      out));
+      check(
+          hzio::codec::decode_block(CodecKind::kZfp, spec.value(), shape.dtype, shape.ndim, shape.dims, payload, out));
     }
   }
   return 0;

@@ -14,19 +14,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 namespace {
 
-std::vector<uint8_t> mutate(std::vector<uint8_t> v, std::mt19937_64& rng, const std::vector<std::vector<uint8_t>>& all) {
+std::vector<uint8_t> mutate(std::vector<uint8_t> v, std::mt19937_64& rng,
+                            const std::vector<std::vector<uint8_t>>& all) {
   const int kind = static_cast<int>(rng() % 5);
   if (v.empty()) kind == 0 ? v.push_back(static_cast<uint8_t>(rng())) : (void)0;
   if (v.empty()) return v;
   const size_t at = rng() % v.size();
   switch (kind) {
-    case 0: v[at] ^= static_cast<uint8_t>(1u << (rng() % 8)); break;
-    case 1: v.resize(at); break;
-    case 2: v.insert(v.begin() + static_cast<std::ptrdiff_t>(at), static_cast<uint8_t>(rng())); break;
-    case 3: v[at] = static_cast<uint8_t>("0123456789 +()\n%x*[]V-"[rng() % 22]); break;
+    case 0:
+      v[at] ^= static_cast<uint8_t>(1u << (rng() % 8));
+      break;
+    case 1:
+      v.resize(at);
+      break;
+    case 2:
+      v.insert(v.begin() + static_cast<std::ptrdiff_t>(at), static_cast<uint8_t>(rng()));
+      break;
+    case 3:
+      v[at] = static_cast<uint8_t>("0123456789 +()\n%x*[]V-"[rng() % 22]);
+      break;
     default: {
       const auto& other = all[rng() % all.size()];
-      if (!other.empty()) v.insert(v.begin() + static_cast<std::ptrdiff_t>(at), other.begin(), other.begin() + static_cast<std::ptrdiff_t>(rng() % other.size()));
+      if (!other.empty())
+        v.insert(v.begin() + static_cast<std::ptrdiff_t>(at), other.begin(),
+                 other.begin() + static_cast<std::ptrdiff_t>(rng() % other.size()));
     }
   }
   return v;

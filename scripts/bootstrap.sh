@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 what="${1:-test}"
 
 apt_packages=(build-essential cmake ninja-build pkg-config zlib1g-dev liblz4-dev libzfp-dev libgtest-dev
-              libopenmpi-dev openmpi-bin python3-venv python3-dev)
+              libopenmpi-dev openmpi-bin python3-venv python3-dev clang-format)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -35,7 +35,7 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" numpy pytest pillow mpi4py
 if [ "$what" = test ]; then
-  .venv/bin/python -m pip install -q OpenVisusNoGui
+  .venv/bin/python -m pip install -q OpenVisusNoGui ruff
 fi
 
 echo "== building and installing hzio (C++ core, tests, Python extension)"
@@ -49,6 +49,10 @@ case "$what" in
     mpiexec -n 4 --oversubscribe .venv/bin/python examples/demo_mpi.py
     ;;
   test)
+    echo "== style: clang-format (.clang-format) and ruff (pyproject.toml)"
+    find src include python/bindings tests fuzz bench examples \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' -o -name '*.c' \) \
+      -print0 | xargs -0 clang-format --dry-run --Werror
+    .venv/bin/ruff check python tests bench examples
     echo "== C++ and C tests (ctest)"
     ctest --test-dir "$build_dir" -j2 --output-on-failure --timeout 300
     echo "== Python tests (pytest)"

@@ -22,20 +22,20 @@ class DatasetParts;
 struct FieldSpec {
   std::string name;
   DType dtype;
-  std::string codec = "raw";          // "raw", "zip", "lz4", "zfp-<enc>-<dec>" (see docs/format.md)
-  Layout layout = Layout::kHzOrder;   // storage order of new blocks
-  double default_value = 0;           // value of samples never written
+  std::string codec = "raw";         // "raw", "zip", "lz4", "zfp-<enc>-<dec>" (see docs/format.md)
+  Layout layout = Layout::kHzOrder;  // storage order of new blocks
+  double default_value = 0;          // value of samples never written
 };
 
 struct CreateOptions {
-  std::vector<int64_t> dims;          // x first; 1 to 3 entries
+  std::vector<int64_t> dims;  // x first; 1 to 3 entries
   std::vector<FieldSpec> fields;
-  std::string bitmask;                // "" = the OpenVisus default for dims
-  int bits_per_block = 0;             // 0 = min(max level, 16)
-  int64_t blocks_per_file = 0;        // 0 = as many as fit in 128 MiB
-  std::vector<int64_t> times;         // empty = one timestep 0 and no time directory
+  std::string bitmask;          // "" = the OpenVisus default for dims
+  int bits_per_block = 0;       // 0 = min(max level, 16)
+  int64_t blocks_per_file = 0;  // 0 = as many as fit in 128 MiB
+  std::vector<int64_t> times;   // empty = one timestep 0 and no time directory
   std::string time_template = "time_%04d/";
-  bool overwrite = false;             // replace an existing dataset at the path
+  bool overwrite = false;  // replace an existing dataset at the path
   // Also keep statistics for 2^N equal parts of each block, so that queries read only the matching parts
   // of raw blocks. kAutoSubBlocks (the default): parts of 4096 samples (N = bits_per_block - 12, at
   // least 0); 0: per block only.
@@ -45,33 +45,33 @@ struct CreateOptions {
 
 struct OpenOptions {
   bool writable = false;
-  bool durable = true;                // fsync data files and the .idx at commit
-  int threads = 0;                    // encode/decode threads; 0 = hardware concurrency
+  bool durable = true;                     // fsync data files and the .idx at commit
+  int threads = 0;                         // encode/decode threads; 0 = hardware concurrency
   size_t cache_bytes = size_t{256} << 20;  // bound on partially written blocks held in memory
 };
 
 // Where one block of a field and timestep is stored (for dump and verify tools).
 struct BlockInfo {
   int64_t block = 0;
-  int level = 0;             // the block's level (bits_per_block for block 0, which holds 0..bpb)
-  std::string file;          // path of its data file
+  int level = 0;     // the block's level (bits_per_block for block 0, which holds 0..bpb)
+  std::string file;  // path of its data file
   bool file_exists = false;
-  uint64_t offset = 0;       // 0 and size 0: missing
+  uint64_t offset = 0;  // 0 and size 0: missing
   uint32_t size = 0;
-  uint32_t flags = 0;        // low nibble codec, 0x10 row-major
-  int64_t entry = 0;         // header table entry of the block in its file: field * blocks_per_file + slot
-  bool stats_known = false;  // a valid statistics sidecar describes the block
-  uint64_t count = 0;        // real (non-padding) samples; 0 for a missing block
+  uint32_t flags = 0;            // low nibble codec, 0x10 row-major
+  int64_t entry = 0;             // header table entry of the block in its file: field * blocks_per_file + slot
+  bool stats_known = false;      // a valid statistics sidecar describes the block
+  uint64_t count = 0;            // real (non-padding) samples; 0 for a missing block
   std::vector<double> min, max;  // per component
 };
 
 // The answer of a value-range query: matching samples of a box at a level, in C order ([z][y][x]).
 struct QueryResult {
-  std::vector<int64_t> points;     // x-first triples (absolute sample coordinates)
-  std::vector<std::byte> values;   // one sample (all components) per point
-  std::vector<uint8_t> mask;       // with want_mask: 1 per grid sample of the box at the level
+  std::vector<int64_t> points;    // x-first triples (absolute sample coordinates)
+  std::vector<std::byte> values;  // one sample (all components) per point
+  std::vector<uint8_t> mask;      // with want_mask: 1 per grid sample of the box at the level
   ReadReport report;
-  int64_t blocks_skipped = 0;      // candidate blocks ruled out by their statistics, unread
+  int64_t blocks_skipped = 0;  // candidate blocks ruled out by their statistics, unread
 };
 
 class Dataset {
@@ -88,8 +88,8 @@ class Dataset {
   // Metadata, Local.
   const std::string& path() const;
   int ndim() const;
-  Point dims() const;                           // x first, unused axes 1: the box's upper corner
-  Box box() const;                              // the logical box (lower corner 0 unless a .idx says otherwise)
+  Point dims() const;  // x first, unused axes 1: the box's upper corner
+  Box box() const;     // the logical box (lower corner 0 unless a .idx says otherwise)
   const std::vector<FieldSpec>& fields() const;
   std::vector<int64_t> times() const;
   int max_level() const;

@@ -27,21 +27,21 @@ typedef struct hzio_dataset hzio_dataset;
 
 typedef struct hzio_field_spec {
   const char* name;
-  const char* dtype;   /* "float32", "uint8[3]", "3*float64", ... */
-  const char* codec;   /* NULL or "raw", "zip", "lz4", "zfp-reversible-reversible", ... */
-  const char* layout;  /* NULL or "hzorder" (default), "rowmajor" */
+  const char* dtype;  /* "float32", "uint8[3]", "3*float64", ... */
+  const char* codec;  /* NULL or "raw", "zip", "lz4", "zfp-reversible-reversible", ... */
+  const char* layout; /* NULL or "hzorder" (default), "rowmajor" */
   double default_value;
 } hzio_field_spec;
 
 typedef struct hzio_create_options {
-  int ndim;                       /* 1..3 */
-  int64_t dims[3];                /* x first */
+  int ndim;        /* 1..3 */
+  int64_t dims[3]; /* x first */
   const hzio_field_spec* fields;
   int field_count;
-  const char* bitmask;            /* NULL = OpenVisus default */
-  int bits_per_block;             /* 0 = default */
-  int64_t blocks_per_file;        /* 0 = default */
-  const int64_t* times;           /* NULL/0 = one timestep 0 */
+  const char* bitmask;     /* NULL = OpenVisus default */
+  int bits_per_block;      /* 0 = default */
+  int64_t blocks_per_file; /* 0 = default */
+  const int64_t* times;    /* NULL/0 = one timestep 0 */
   int time_count;
   int overwrite;
 } hzio_create_options;

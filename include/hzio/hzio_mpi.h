@@ -14,13 +14,17 @@ extern "C" {
 typedef struct hzio_pdataset hzio_pdataset;
 
 typedef enum hzio_placement { HZIO_PLACEMENT_LOCALIZED = 0, HZIO_PLACEMENT_UNIFORM = 1 } hzio_placement;
-typedef enum hzio_read_method { HZIO_READ_AUTO = 0, HZIO_READ_INDEPENDENT = 1, HZIO_READ_TWO_PHASE = 2 } hzio_read_method;
+typedef enum hzio_read_method {
+  HZIO_READ_AUTO = 0,
+  HZIO_READ_INDEPENDENT = 1,
+  HZIO_READ_TWO_PHASE = 2
+} hzio_read_method;
 
 typedef struct hzio_parallel_options {
   hzio_placement placement;
-  int aggregator_count;     /* 0 = no cap */
-  size_t aggregator_bytes;  /* 0 = 256 MiB */
-  int durable;              /* fsync data files and the .idx */
+  int aggregator_count;    /* 0 = no cap */
+  size_t aggregator_bytes; /* 0 = 256 MiB */
+  int durable;             /* fsync data files and the .idx */
 } hzio_parallel_options;
 
 /* Collective. `parallel` may be NULL (localized placement, 256 MiB, durable). */

@@ -20,10 +20,10 @@ struct ParallelOptions {
   // kLocalized: a file's aggregator is one of the ranks holding its samples, balanced over ranks;
   // kUniform: aggregators spread evenly over the rank space regardless of data (for comparison).
   AggregatorPlacement placement = AggregatorPlacement::kLocalized;
-  int aggregator_count = 0;                    // at most this many distinct aggregators; 0 = no cap
+  int aggregator_count = 0;                     // at most this many distinct aggregators; 0 = no cap
   size_t aggregator_bytes = size_t{256} << 20;  // memory an aggregator may take per round
-  bool durable = true;                         // fsync data files and the .idx
-  int threads = 1;                             // encode threads per rank (ranks usually fill the cores)
+  bool durable = true;                          // fsync data files and the .idx
+  int threads = 1;                              // encode threads per rank (ranks usually fill the cores)
 };
 
 // How a collective read moves data: every rank reads its own blocks, or each data file is read by one
@@ -35,7 +35,8 @@ class ParallelDataset {
  public:
   // Collective over `comm`. Creates the dataset (rank 0 writes the .idx); errors agree on every rank.
   static Result<std::unique_ptr<ParallelDataset>> create(MPI_Comm comm, const std::string& path,
-                                                         const CreateOptions& options, const ParallelOptions& parallel = {});
+                                                         const CreateOptions& options,
+                                                         const ParallelOptions& parallel = {});
   // Collective. Opens an existing dataset for reading, and for writing if `writable`.
   static Result<std::unique_ptr<ParallelDataset>> open(MPI_Comm comm, const std::string& path,
                                                        const ParallelOptions& parallel = {}, bool writable = true);

@@ -59,9 +59,18 @@ class Result {
 
   bool is_ok() const { return status_.is_ok(); }
   const Status& status() const { return status_; }
-  T& value() & { assert(is_ok()); return *value_; }
-  const T& value() const& { assert(is_ok()); return *value_; }
-  T&& value() && { assert(is_ok()); return std::move(*value_); }
+  T& value() & {
+    assert(is_ok());
+    return *value_;
+  }
+  const T& value() const& {
+    assert(is_ok());
+    return *value_;
+  }
+  T&& value() && {
+    assert(is_ok());
+    return std::move(*value_);
+  }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() { return value(); }
@@ -74,10 +83,10 @@ class Result {
 }  // namespace hzio
 
 // Return early from the enclosing function when a Status or Result is an error.
-#define HZIO_RETURN_IF_ERROR(expr)                      \
-  do {                                                  \
-    ::hzio::Status hzio_status_ = (expr);               \
-    if (!hzio_status_.is_ok()) return hzio_status_;     \
+#define HZIO_RETURN_IF_ERROR(expr)                  \
+  do {                                              \
+    ::hzio::Status hzio_status_ = (expr);           \
+    if (!hzio_status_.is_ok()) return hzio_status_; \
   } while (0)
 
 #define HZIO_CONCAT_INNER(a, b) a##b
@@ -87,5 +96,4 @@ class Result {
   if (!tmp.is_ok()) return tmp.status();           \
   lhs = std::move(tmp).value()
 // HZIO_ASSIGN_OR_RETURN(auto x, compute()); declares x or returns the error.
-#define HZIO_ASSIGN_OR_RETURN(lhs, expr) \
-  HZIO_ASSIGN_OR_RETURN_IMPL(HZIO_CONCAT(hzio_result_, __LINE__), lhs, expr)
+#define HZIO_ASSIGN_OR_RETURN(lhs, expr) HZIO_ASSIGN_OR_RETURN_IMPL(HZIO_CONCAT(hzio_result_, __LINE__), lhs, expr)

@@ -35,9 +35,9 @@ struct WriteReport {
   int aggregators = 1;
   int rounds = 1;
   std::string placement = "serial";  // "localized", "uniform" or "serial"
-  int64_t bytes = 0;       // sample bytes handed to write_box by all ranks
-  int64_t file_bytes = 0;  // payload bytes stored in data files
-  int64_t files = 0;       // data files written
+  int64_t bytes = 0;                 // sample bytes handed to write_box by all ranks
+  int64_t file_bytes = 0;            // payload bytes stored in data files
+  int64_t files = 0;                 // data files written
   PhaseTimes max;
   PhaseTimes mean;
   std::vector<LevelTimes> levels;

@@ -29,14 +29,14 @@ Point point(const Triple& t) { return {std::get<0>(t), std::get<1>(t), std::get<
 Triple triple(const Point& p) { return {p[0], p[1], p[2]}; }
 Box box(const Triple& lo, const Triple& hi) { return Box{point(lo), point(hi)}; }
 
-
 using Buffer = nb::ndarray<nb::c_contig, nb::device::cpu>;
 using ReadOnly = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 
-std::unique_ptr<Dataset> create(const std::string& path, std::vector<int64_t> dims,
-                                std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> fields,
-                                std::string bitmask, int bits_per_block, int64_t blocks_per_file,
-                                std::vector<int64_t> times, bool overwrite, bool durable, int threads, int stats_bits) {
+std::unique_ptr<Dataset> create(
+    const std::string& path, std::vector<int64_t> dims,
+    std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> fields, std::string bitmask,
+    int bits_per_block, int64_t blocks_per_file, std::vector<int64_t> times, bool overwrite, bool durable, int threads,
+    int stats_bits) {
   CreateOptions o;
   o.stats_sub_block_bits = stats_bits;
   o.dims = std::move(dims);
@@ -97,14 +97,15 @@ NB_MODULE(_core, m) {
       .def_prop_ro("ndim", &Dataset::ndim)
       .def_prop_ro("dims", [](const Dataset& d) { return triple(d.dims()); })
       .def_prop_ro("origin", [](const Dataset& d) { return triple(d.box().lo); })
-      .def_prop_ro("fields", [](const Dataset& d) {
-        std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> out;
-        for (const auto& f : d.fields()) {
-          out.emplace_back(f.name, f.dtype.to_string(), f.codec, f.layout == Layout::kRowMajor ? "rowmajor" : "hzorder",
-                           f.default_value);
-        }
-        return out;
-      })
+      .def_prop_ro("fields",
+                   [](const Dataset& d) {
+                     std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> out;
+                     for (const auto& f : d.fields()) {
+                       out.emplace_back(f.name, f.dtype.to_string(), f.codec,
+                                        f.layout == Layout::kRowMajor ? "rowmajor" : "hzorder", f.default_value);
+                     }
+                     return out;
+                   })
       .def_prop_ro("times", &Dataset::times)
       .def_prop_ro("max_level", &Dataset::max_level)
       .def_prop_ro("bitmask", &Dataset::bitmask)
@@ -112,90 +113,100 @@ NB_MODULE(_core, m) {
       .def_prop_ro("blocks_per_file", &Dataset::blocks_per_file)
       .def_prop_ro("block_count", &Dataset::block_count)
       .def_prop_ro("closed", &Dataset::closed)
-      .def("level_grid", [](const Dataset& d, Triple lo, Triple hi, int level) {
-        SampleGrid g = take(d.level_grid(box(lo, hi), level));
-        return std::make_tuple(triple(g.origin), triple(g.spacing), triple(g.count));
-      })
-      .def("write_box", [](Dataset& d, Triple lo, Triple hi, const std::string& field, int64_t time, ReadOnly data) {
-        const void* ptr = data.data();
-        const size_t n = data.nbytes();
-        nb::gil_scoped_release release;
-        check(d.write_box(box(lo, hi), field, time, ptr, n));
-      })
-      .def("read_box", [](Dataset& d, Triple lo, Triple hi, int level, const std::string& field, int64_t time, Buffer out) {
-        ReadReport r;
-        void* ptr = out.data();
-        const size_t n = out.nbytes();
-        {
-          nb::gil_scoped_release release;
-          check(d.read_box(box(lo, hi), level, field, time, ptr, n, &r));
-        }
-        return report_dict(r);
-      })
-      .def("block_infos", [](Dataset& d, const std::string& field, int64_t time) {
-        std::vector<BlockInfo> infos;
-        {
-          nb::gil_scoped_release release;
-          infos = take(d.block_infos(field, time));
-        }
-        nb::list out;
-        for (const auto& b : infos) {
-          nb::dict e;
-          e["block"] = b.block;
-          e["level"] = b.level;
-          e["file"] = b.file;
-          e["file_exists"] = b.file_exists;
-          e["offset"] = b.offset;
-          e["size"] = b.size;
-          e["flags"] = b.flags;
-          e["entry"] = b.entry;
-          e["stats_known"] = b.stats_known;
-          e["count"] = b.count;
-          e["min"] = b.min;
-          e["max"] = b.max;
-          out.append(e);
-        }
-        return out;
-      })
-      .def("query", [](Dataset& d, Triple lo, Triple hi, int level, const std::string& field, int64_t time, double vlo,
-                       double vhi, int component, bool mask) {
-        QueryResult r;
-        {
-          nb::gil_scoped_release release;
-          check(d.query(box(lo, hi), level, field, time, vlo, vhi, component, mask, &r));
-        }
-        nb::dict out;
-        out["points"] = nb::bytes(reinterpret_cast<const char*>(r.points.data()), r.points.size() * sizeof(int64_t));
-        out["values"] = nb::bytes(reinterpret_cast<const char*>(r.values.data()), r.values.size());
-        out["mask"] = nb::bytes(reinterpret_cast<const char*>(r.mask.data()), r.mask.size());
-        nb::dict rep = report_dict(r.report);
-        rep["blocks_skipped"] = r.blocks_skipped;
-        out["report"] = rep;
-        return out;
-      })
+      .def("level_grid",
+           [](const Dataset& d, Triple lo, Triple hi, int level) {
+             SampleGrid g = take(d.level_grid(box(lo, hi), level));
+             return std::make_tuple(triple(g.origin), triple(g.spacing), triple(g.count));
+           })
+      .def("write_box",
+           [](Dataset& d, Triple lo, Triple hi, const std::string& field, int64_t time, ReadOnly data) {
+             const void* ptr = data.data();
+             const size_t n = data.nbytes();
+             nb::gil_scoped_release release;
+             check(d.write_box(box(lo, hi), field, time, ptr, n));
+           })
+      .def("read_box",
+           [](Dataset& d, Triple lo, Triple hi, int level, const std::string& field, int64_t time, Buffer out) {
+             ReadReport r;
+             void* ptr = out.data();
+             const size_t n = out.nbytes();
+             {
+               nb::gil_scoped_release release;
+               check(d.read_box(box(lo, hi), level, field, time, ptr, n, &r));
+             }
+             return report_dict(r);
+           })
+      .def("block_infos",
+           [](Dataset& d, const std::string& field, int64_t time) {
+             std::vector<BlockInfo> infos;
+             {
+               nb::gil_scoped_release release;
+               infos = take(d.block_infos(field, time));
+             }
+             nb::list out;
+             for (const auto& b : infos) {
+               nb::dict e;
+               e["block"] = b.block;
+               e["level"] = b.level;
+               e["file"] = b.file;
+               e["file_exists"] = b.file_exists;
+               e["offset"] = b.offset;
+               e["size"] = b.size;
+               e["flags"] = b.flags;
+               e["entry"] = b.entry;
+               e["stats_known"] = b.stats_known;
+               e["count"] = b.count;
+               e["min"] = b.min;
+               e["max"] = b.max;
+               out.append(e);
+             }
+             return out;
+           })
+      .def("query",
+           [](Dataset& d, Triple lo, Triple hi, int level, const std::string& field, int64_t time, double vlo,
+              double vhi, int component, bool mask) {
+             QueryResult r;
+             {
+               nb::gil_scoped_release release;
+               check(d.query(box(lo, hi), level, field, time, vlo, vhi, component, mask, &r));
+             }
+             nb::dict out;
+             out["points"] =
+                 nb::bytes(reinterpret_cast<const char*>(r.points.data()), r.points.size() * sizeof(int64_t));
+             out["values"] = nb::bytes(reinterpret_cast<const char*>(r.values.data()), r.values.size());
+             out["mask"] = nb::bytes(reinterpret_cast<const char*>(r.mask.data()), r.mask.size());
+             nb::dict rep = report_dict(r.report);
+             rep["blocks_skipped"] = r.blocks_skipped;
+             out["report"] = rep;
+             return out;
+           })
       .def_prop_ro("file_first_blocks", &Dataset::file_first_blocks)
-      .def("index_file", [](Dataset& d, int64_t time, int64_t first, int bits) {
-        nb::gil_scoped_release release;
-        return take(d.index_file(time, first, bits));
-      })
-      .def("verify_block", [](Dataset& d, const std::string& field, int64_t time, int64_t block) {
-        nb::gil_scoped_release release;
-        check(d.verify_block(field, time, block));
-      })
-      .def("flush", [](Dataset& d) {
-        {
-          nb::gil_scoped_release release;
-          check(d.flush());
-        }
-        return d.last_write_report().to_json();
-      })
-      .def("close", [](Dataset& d) {
-        {
-          nb::gil_scoped_release release;
-          check(d.close());
-        }
-        return d.last_write_report().to_json();
-      })
+      .def("index_file",
+           [](Dataset& d, int64_t time, int64_t first, int bits) {
+             nb::gil_scoped_release release;
+             return take(d.index_file(time, first, bits));
+           })
+      .def("verify_block",
+           [](Dataset& d, const std::string& field, int64_t time, int64_t block) {
+             nb::gil_scoped_release release;
+             check(d.verify_block(field, time, block));
+           })
+      .def("flush",
+           [](Dataset& d) {
+             {
+               nb::gil_scoped_release release;
+               check(d.flush());
+             }
+             return d.last_write_report().to_json();
+           })
+      .def("close",
+           [](Dataset& d) {
+             {
+               nb::gil_scoped_release release;
+               check(d.close());
+             }
+             return d.last_write_report().to_json();
+           })
       .def("abandon", &Dataset::abandon);
   // A new uint8 array of `bytes` for a read's output whose memory returns to hzio's cache when the
   // array dies (hzio::ReadBuffer).
@@ -211,9 +222,12 @@ NB_MODULE(_core, m) {
   m.attr("BLOCK_FLAG_CODEC_MASK") = kBlockFlagCodecMask;
   m.attr("BLOCK_FLAG_ROW_MAJOR") = kBlockFlagRowMajor;
   // Test hooks (hzio/testing.hpp): simulated disk failures on the files whose path matches a regex.
-  m.def("inject_fault", [](const std::string& op, const std::string& path_pattern, int error, int64_t after_bytes) {
-    check(testing::inject_fault(op, path_pattern, error, after_bytes));
-  }, nb::arg("op"), nb::arg("path_pattern"), nb::arg("error"), nb::arg("after_bytes") = 0);
+  m.def(
+      "inject_fault",
+      [](const std::string& op, const std::string& path_pattern, int error, int64_t after_bytes) {
+        check(testing::inject_fault(op, path_pattern, error, after_bytes));
+      },
+      nb::arg("op"), nb::arg("path_pattern"), nb::arg("error"), nb::arg("after_bytes") = 0);
   m.def("clear_fault", &testing::clear_fault);
 
 #ifdef HZIO_WITH_MPI
@@ -224,15 +238,19 @@ NB_MODULE(_core, m) {
 #endif
 
   nb::class_<ProgressiveRead>(m, "ProgressiveRead")
-      .def_static("start", [](Dataset& d, Triple lo, Triple hi, const std::string& field, int64_t time, std::vector<int> levels) {
-        return take(ProgressiveRead::start(d, box(lo, hi), field, time, std::move(levels)));
-      }, nb::keep_alive<0, 1>())
+      .def_static(
+          "start",
+          [](Dataset& d, Triple lo, Triple hi, const std::string& field, int64_t time, std::vector<int> levels) {
+            return take(ProgressiveRead::start(d, box(lo, hi), field, time, std::move(levels)));
+          },
+          nb::keep_alive<0, 1>())
       .def_prop_ro("done", &ProgressiveRead::done)
       .def_prop_ro("next_level", &ProgressiveRead::next_level)
-      .def("next_grid", [](const ProgressiveRead& p) {
-        SampleGrid g = take(p.next_grid());
-        return std::make_tuple(triple(g.origin), triple(g.spacing), triple(g.count));
-      })
+      .def("next_grid",
+           [](const ProgressiveRead& p) {
+             SampleGrid g = take(p.next_grid());
+             return std::make_tuple(triple(g.origin), triple(g.spacing), triple(g.count));
+           })
       .def("next", [](ProgressiveRead& p, Buffer out) {
         ReadReport r;
         void* ptr = out.data();

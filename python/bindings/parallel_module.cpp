@@ -24,7 +24,8 @@ Box box(const Triple& lo, const Triple& hi) {
   return Box{{std::get<0>(lo), std::get<1>(lo), std::get<2>(lo)}, {std::get<0>(hi), std::get<1>(hi), std::get<2>(hi)}};
 }
 
-ParallelOptions options(const std::string& placement, int aggregator_count, int64_t aggregator_bytes, bool durable, int threads) {
+ParallelOptions options(const std::string& placement, int aggregator_count, int64_t aggregator_bytes, bool durable,
+                        int threads) {
   if (placement != "localized" && placement != "uniform") {
     throw HzioError{invalid_argument("placement '" + placement + "' is not 'localized' or 'uniform'")};
   }
@@ -42,72 +43,86 @@ ParallelOptions options(const std::string& placement, int aggregator_count, int6
 
 void bind_parallel(nb::module_& m) {
   nb::class_<ParallelDataset>(m, "ParallelDataset")
-      .def_static("create", [](int64_t fcomm, const std::string& path, std::vector<int64_t> dims,
-                               std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> fields,
-                               std::string bitmask, int bits_per_block, int64_t blocks_per_file, std::vector<int64_t> times,
-                               bool overwrite, std::string placement, int aggregator_count, int64_t aggregator_bytes,
-                               bool durable, int threads, int stats_bits) {
-        CreateOptions o;
-        o.stats_sub_block_bits = stats_bits;
-        o.dims = std::move(dims);
-        for (auto& [name, dtype, codec, layout, dflt] : fields) {
-          auto dt = DType::parse(dtype);
-          if (!dt.is_ok()) throw HzioError{invalid_argument(dt.status().message())};
-          if (layout != "hzorder" && layout != "rowmajor") throw HzioError{invalid_argument("layout '" + layout + "' is not 'hzorder' or 'rowmajor'")};
-          o.fields.push_back({name, dt.value(), codec, layout == "rowmajor" ? Layout::kRowMajor : Layout::kHzOrder, dflt});
-        }
-        o.bitmask = std::move(bitmask);
-        o.bits_per_block = bits_per_block;
-        o.blocks_per_file = blocks_per_file;
-        o.times = std::move(times);
-        o.overwrite = overwrite;
-        MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(fcomm));
-        ParallelOptions po = options(placement, aggregator_count, aggregator_bytes, durable, threads);
-        nb::gil_scoped_release release;
-        return take(ParallelDataset::create(comm, path, o, po));
-      })
-      .def_static("open", [](int64_t fcomm, const std::string& path, std::string placement, int aggregator_count,
-                             int64_t aggregator_bytes, bool durable, int threads, bool writable) {
-        MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(fcomm));
-        ParallelOptions po = options(placement, aggregator_count, aggregator_bytes, durable, threads);
-        nb::gil_scoped_release release;
-        return take(ParallelDataset::open(comm, path, po, writable));
-      })
-      .def("read_box", [](ParallelDataset& d, Triple lo, Triple hi, int level, const std::string& field, int64_t time,
-                          nb::ndarray<nb::c_contig, nb::device::cpu> out, const std::string& method) {
-        ReadMethod m = ReadMethod::kAuto;
-        if (method == "independent") m = ReadMethod::kIndependent;
-        else if (method == "two-phase") m = ReadMethod::kTwoPhase;
-        else if (method != "auto") throw HzioError{invalid_argument("read method '" + method + "' is not auto, independent or two-phase")};
-        ReadReport r;
-        void* ptr = out.data();
-        const size_t n = out.nbytes();
-        {
-          nb::gil_scoped_release release;
-          check(d.read_box(box(lo, hi), level, field, time, ptr, n, &r, m));
-        }
-        return hzio::bindings::report_dict(r);
-      })
+      .def_static("create",
+                  [](int64_t fcomm, const std::string& path, std::vector<int64_t> dims,
+                     std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> fields,
+                     std::string bitmask, int bits_per_block, int64_t blocks_per_file, std::vector<int64_t> times,
+                     bool overwrite, std::string placement, int aggregator_count, int64_t aggregator_bytes,
+                     bool durable, int threads, int stats_bits) {
+                    CreateOptions o;
+                    o.stats_sub_block_bits = stats_bits;
+                    o.dims = std::move(dims);
+                    for (auto& [name, dtype, codec, layout, dflt] : fields) {
+                      auto dt = DType::parse(dtype);
+                      if (!dt.is_ok()) throw HzioError{invalid_argument(dt.status().message())};
+                      if (layout != "hzorder" && layout != "rowmajor")
+                        throw HzioError{invalid_argument("layout '" + layout + "' is not 'hzorder' or 'rowmajor'")};
+                      o.fields.push_back(
+                          {name, dt.value(), codec, layout == "rowmajor" ? Layout::kRowMajor : Layout::kHzOrder, dflt});
+                    }
+                    o.bitmask = std::move(bitmask);
+                    o.bits_per_block = bits_per_block;
+                    o.blocks_per_file = blocks_per_file;
+                    o.times = std::move(times);
+                    o.overwrite = overwrite;
+                    MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(fcomm));
+                    ParallelOptions po = options(placement, aggregator_count, aggregator_bytes, durable, threads);
+                    nb::gil_scoped_release release;
+                    return take(ParallelDataset::create(comm, path, o, po));
+                  })
+      .def_static("open",
+                  [](int64_t fcomm, const std::string& path, std::string placement, int aggregator_count,
+                     int64_t aggregator_bytes, bool durable, int threads, bool writable) {
+                    MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(fcomm));
+                    ParallelOptions po = options(placement, aggregator_count, aggregator_bytes, durable, threads);
+                    nb::gil_scoped_release release;
+                    return take(ParallelDataset::open(comm, path, po, writable));
+                  })
+      .def("read_box",
+           [](ParallelDataset& d, Triple lo, Triple hi, int level, const std::string& field, int64_t time,
+              nb::ndarray<nb::c_contig, nb::device::cpu> out, const std::string& method) {
+             ReadMethod m = ReadMethod::kAuto;
+             if (method == "independent")
+               m = ReadMethod::kIndependent;
+             else if (method == "two-phase")
+               m = ReadMethod::kTwoPhase;
+             else if (method != "auto")
+               throw HzioError{invalid_argument("read method '" + method + "' is not auto, independent or two-phase")};
+             ReadReport r;
+             void* ptr = out.data();
+             const size_t n = out.nbytes();
+             {
+               nb::gil_scoped_release release;
+               check(d.read_box(box(lo, hi), level, field, time, ptr, n, &r, m));
+             }
+             return hzio::bindings::report_dict(r);
+           })
       .def_prop_ro("dataset", &ParallelDataset::dataset, nb::rv_policy::reference_internal)
-      .def("write_box", [](ParallelDataset& d, Triple lo, Triple hi, const std::string& field, int64_t time,
-                           nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> data, bool borrow) {
-        // borrow: the Python caller keeps `data` alive and unchanged until flush() returns.
-        const void* ptr = data.data();
-        const size_t n = data.nbytes();
-        nb::gil_scoped_release release;
-        check(borrow ? d.write_box_borrowed(box(lo, hi), field, time, ptr, n) : d.write_box(box(lo, hi), field, time, ptr, n));
-      }, nb::arg("lo"), nb::arg("hi"), nb::arg("field"), nb::arg("time"), nb::arg("data"), nb::arg("borrow") = false)
-      .def("flush", [](ParallelDataset& d) {
-        WriteReport r;
-        {
-          nb::gil_scoped_release release;
-          r = take(d.flush());
-        }
-        return r.to_json();
-      })
-      .def("close", [](ParallelDataset& d) {
-        nb::gil_scoped_release release;
-        check(d.close());
-      })
+      .def(
+          "write_box",
+          [](ParallelDataset& d, Triple lo, Triple hi, const std::string& field, int64_t time,
+             nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> data, bool borrow) {
+            // borrow: the Python caller keeps `data` alive and unchanged until flush() returns.
+            const void* ptr = data.data();
+            const size_t n = data.nbytes();
+            nb::gil_scoped_release release;
+            check(borrow ? d.write_box_borrowed(box(lo, hi), field, time, ptr, n)
+                         : d.write_box(box(lo, hi), field, time, ptr, n));
+          },
+          nb::arg("lo"), nb::arg("hi"), nb::arg("field"), nb::arg("time"), nb::arg("data"), nb::arg("borrow") = false)
+      .def("flush",
+           [](ParallelDataset& d) {
+             WriteReport r;
+             {
+               nb::gil_scoped_release release;
+               r = take(d.flush());
+             }
+             return r.to_json();
+           })
+      .def("close",
+           [](ParallelDataset& d) {
+             nb::gil_scoped_release release;
+             check(d.close());
+           })
       .def_prop_ro("last_report", [](const ParallelDataset& d) { return d.last_report().to_json(); });
 }

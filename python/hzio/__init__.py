@@ -17,11 +17,19 @@ import os
 from typing import Any, Iterable, Mapping, Sequence
 
 from . import _core
-from .dataset import Dataset
-from .indexing_stats import index
 from ._types import parse_dtype
-from .errors import (CorruptError, Error, FormatError, InternalError, InvalidArgumentError, IoError, NotFoundError,
-                     UnsupportedError)
+from .dataset import Dataset
+from .errors import (
+    CorruptError,
+    Error,
+    FormatError,
+    InternalError,
+    InvalidArgumentError,
+    IoError,
+    NotFoundError,
+    UnsupportedError,
+)
+from .indexing_stats import index
 
 __version__ = "0.1.0"
 

@@ -10,8 +10,7 @@ import os
 import hzio
 
 from ._cli_inspect import describe, times_text
-from ._cli_util import (axes_text, codec_name, layout_name, print_fields, print_json, print_table, selection,
-                        shape_text)
+from ._cli_util import axes_text, codec_name, layout_name, print_fields, print_json, print_table, selection, shape_text
 
 
 def dump(args):

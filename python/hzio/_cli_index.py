@@ -66,6 +66,7 @@ def index(args):
         print_fields([("data files", str(result["files"])), ("blocks", f"{result['blocks']} indexed; "
                                                                       f"{known} of {present} present blocks "
                                                                       "now have statistics"),
-                      ("sub-block bits", "the dataset's" if args.sub_block_bits is None else str(args.sub_block_bits)), ("ranks", str(result["ranks"])),
+                      ("sub-block bits", "the dataset's" if args.sub_block_bits is None else str(args.sub_block_bits)),
+                      ("ranks", str(result["ranks"])),
                       ("seconds", f"{result['seconds']:.3f}")])
     return 0

@@ -29,7 +29,8 @@ def normalize_key(key, shape):
                 ) from None
     n_real = sum(k is not Ellipsis for k in key)
     if n_real > len(shape):
-        raise IndexError(f"too many indices for dataset: dataset is {len(shape)}-dimensional, but {n_real} were indexed")
+        raise IndexError(f"too many indices for dataset: dataset is {len(shape)}-dimensional, but {n_real} were "
+                         "indexed")
     out = []
     for k in key:
         if k is Ellipsis:

@@ -33,7 +33,8 @@ def parse_dtype(spec):
         text, _, n = text[:-1].partition("[")
         comps = _count(n, spec)
     if text not in _SCALARS:
-        raise InvalidArgumentError(f"unknown dtype {spec!r} (expected int8..uint64, float32 or float64, optionally [N])")
+        raise InvalidArgumentError(f"unknown dtype {spec!r} (expected int8..uint64, float32 or float64, "
+                                   "optionally [N])")
     canonical = text if comps == 1 else f"{text}[{comps}]"
     return canonical, np.dtype(text), comps
 

@@ -11,7 +11,8 @@ import numpy as np
 from . import _core
 from ._indexing import box_of_slices, plan, select
 from ._types import empty_for_read, parse_dtype, to_xfirst, to_zyx
-from ._views import FieldView, LevelView, check_level as _level
+from ._views import FieldView, LevelView
+from ._views import check_level as _level
 from .errors import InvalidArgumentError, NotFoundError
 
 
@@ -297,8 +298,10 @@ class Dataset:
             known = r["stats_known"] and (r["count"] > 0 or not present)
             mn = r["min"] if known and r["count"] > 0 else [np.nan] * comps
             mx = r["max"] if known and r["count"] > 0 else [np.nan] * comps
-            out[i] = (r["block"], r["level"], r["file"], present, r["offset"], r["size"], r["flags"] & _core.BLOCK_FLAG_CODEC_MASK,
-                      bool(r["flags"] & _core.BLOCK_FLAG_ROW_MAJOR), r["entry"] % bpf, r["entry"], known, r["count"] if known else 0,
+            flags = r["flags"]
+            out[i] = (r["block"], r["level"], r["file"], present, r["offset"], r["size"],
+                      flags & _core.BLOCK_FLAG_CODEC_MASK, bool(flags & _core.BLOCK_FLAG_ROW_MAJOR), r["entry"] % bpf,
+                      r["entry"], known, r["count"] if known else 0,
                       mn if comps > 1 else mn[0], mx if comps > 1 else mx[0])
         return out
 
@@ -330,8 +333,9 @@ class Dataset:
                                        "without losing values; convert it explicitly")
         spatial = array.shape[:-1] if comps > 1 else array.shape
         if array.ndim != self._ndim + (comps > 1) or (comps > 1 and array.shape[-1] != comps):
-            raise InvalidArgumentError(f"field {field!r} needs an array of {self._ndim} axes"
-                                       f"{f' plus a last axis of {comps}' if comps > 1 else ''}, got shape {array.shape}")
+            extra = f" plus a last axis of {comps}" if comps > 1 else ""
+            raise InvalidArgumentError(f"field {field!r} needs an array of {self._ndim} axes{extra}, got shape "
+                                       f"{array.shape}")
         offset = (0,) * self._ndim if offset is None else tuple(int(v) for v in offset)
         if len(offset) != self._ndim:
             raise InvalidArgumentError(f"offset needs {self._ndim} values ([z, y, x] order), got {offset}")

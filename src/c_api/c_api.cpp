@@ -35,7 +35,8 @@ Result<CreateOptions> convert_create(const hzio_create_options* o) {
     if (!f.name || !f.dtype) return hzio::invalid_argument("field name and dtype must not be NULL");
     HZIO_ASSIGN_OR_RETURN(hzio::DType dt, hzio::DType::parse(f.dtype));
     std::string layout = f.layout ? f.layout : "hzorder";
-    if (layout != "hzorder" && layout != "rowmajor") return hzio::invalid_argument("layout '" + layout + "' is not hzorder or rowmajor");
+    if (layout != "hzorder" && layout != "rowmajor")
+      return hzio::invalid_argument("layout '" + layout + "' is not hzorder or rowmajor");
     c.fields.push_back({f.name, dt, f.codec ? f.codec : "raw",
                         layout == "rowmajor" ? hzio::Layout::kRowMajor : hzio::Layout::kHzOrder, f.default_value});
   }

@@ -18,7 +18,8 @@ namespace {
 hzio::ParallelOptions convert_parallel(const hzio_parallel_options* p) {
   hzio::ParallelOptions o;
   if (!p) return o;
-  o.placement = p->placement == HZIO_PLACEMENT_UNIFORM ? hzio::AggregatorPlacement::kUniform : hzio::AggregatorPlacement::kLocalized;
+  o.placement = p->placement == HZIO_PLACEMENT_UNIFORM ? hzio::AggregatorPlacement::kUniform
+                                                       : hzio::AggregatorPlacement::kLocalized;
   o.aggregator_count = p->aggregator_count;
   if (p->aggregator_bytes) o.aggregator_bytes = p->aggregator_bytes;
   o.durable = p->durable != 0;

@@ -86,8 +86,10 @@ Result<CodecSpec> parse_zfp_modes(std::string_view spec, std::string_view modes)
 
 std::string mode_to_string(const ZfpMode& mode) {
   switch (mode.kind) {
-    case ZfpMode::Kind::kReversible: return "reversible";
-    case ZfpMode::Kind::kPrecision: return "precision=" + std::to_string(static_cast<long long>(mode.parameter));
+    case ZfpMode::Kind::kReversible:
+      return "reversible";
+    case ZfpMode::Kind::kPrecision:
+      return "precision=" + std::to_string(static_cast<long long>(mode.parameter));
     case ZfpMode::Kind::kAccuracy: {
       char buf[64];
       // Shortest text that reads back to the same double, so parse(to_string()) is exact.
@@ -100,10 +102,14 @@ std::string mode_to_string(const ZfpMode& mode) {
 
 const char* kind_name(CodecKind kind) {
   switch (kind) {
-    case CodecKind::kRaw: return "raw";
-    case CodecKind::kZip: return "zip";
-    case CodecKind::kLz4: return "lz4";
-    case CodecKind::kZfp: return "zfp";
+    case CodecKind::kRaw:
+      return "raw";
+    case CodecKind::kZip:
+      return "zip";
+    case CodecKind::kLz4:
+      return "lz4";
+    case CodecKind::kZfp:
+      return "zfp";
   }
   return "unknown";
 }
@@ -124,8 +130,7 @@ Status check_block_size(const char* what, DType dtype, const std::array<int64_t,
   const auto per_sample = static_cast<int64_t>(detail::sample_bytes(dtype));
   if (per_sample == 0) return internal_error(std::string(what) + ": invalid dtype " + detail::dtype_name(dtype));
   int64_t bytes = 0;
-  if (__builtin_mul_overflow(samples, per_sample, &bytes) ||
-      static_cast<uint64_t>(bytes) != size) {
+  if (__builtin_mul_overflow(samples, per_sample, &bytes) || static_cast<uint64_t>(bytes) != size) {
     return internal_error(std::string(what) + ": buffer has " + std::to_string(size) + " bytes but a " +
                           dims_text(dims) + " block of " + detail::dtype_name(dtype) + " needs " +
                           std::to_string(samples) + " samples of " + std::to_string(per_sample) + " bytes");
@@ -139,10 +144,20 @@ namespace detail {
 
 size_t scalar_bytes(DType dtype) {
   switch (dtype.scalar) {
-    case Scalar::kInt8: case Scalar::kUint8: return 1;
-    case Scalar::kInt16: case Scalar::kUint16: return 2;
-    case Scalar::kInt32: case Scalar::kUint32: case Scalar::kFloat32: return 4;
-    case Scalar::kInt64: case Scalar::kUint64: case Scalar::kFloat64: return 8;
+    case Scalar::kInt8:
+    case Scalar::kUint8:
+      return 1;
+    case Scalar::kInt16:
+    case Scalar::kUint16:
+      return 2;
+    case Scalar::kInt32:
+    case Scalar::kUint32:
+    case Scalar::kFloat32:
+      return 4;
+    case Scalar::kInt64:
+    case Scalar::kUint64:
+    case Scalar::kFloat64:
+      return 8;
   }
   return 0;
 }
@@ -152,7 +167,7 @@ size_t sample_bytes(DType dtype) {
 }
 
 std::string dtype_name(DType dtype) {
-  static constexpr const char* kNames[] = {"int8",  "uint8",  "int16", "uint16",  "int32",
+  static constexpr const char* kNames[] = {"int8",   "uint8", "int16",  "uint16",  "int32",
                                            "uint32", "int64", "uint64", "float32", "float64"};
   const auto i = static_cast<size_t>(dtype.scalar);
   std::string name = i < std::size(kNames) ? kNames[i] : "scalar#" + std::to_string(i);
@@ -191,14 +206,17 @@ Result<CodecSpec> CodecSpec::parse(std::string_view text) {
 
 std::string CodecSpec::to_string() const {
   switch (kind) {
-    case CodecKind::kRaw: return "";
-    case CodecKind::kLz4: return "lz4";
+    case CodecKind::kRaw:
+      return "";
+    case CodecKind::kLz4:
+      return "lz4";
     case CodecKind::kZip:
       // Other levels only change how hard the writer works; readers need just "zip".
       if (zip_level == 1) return "zip-Z_BEST_SPEED";
       if (zip_level == 9) return "zip-Z_BEST_COMPRESSION";
       return "zip";
-    case CodecKind::kZfp: return "zfp-" + mode_to_string(zfp_encode) + "-" + mode_to_string(zfp_decode);
+    case CodecKind::kZfp:
+      return "zfp-" + mode_to_string(zfp_encode) + "-" + mode_to_string(zfp_decode);
   }
   return "";
 }
@@ -206,13 +224,20 @@ std::string CodecSpec::to_string() const {
 Result<CodecKind> codec_kind_from_flags(uint32_t flags) {
   const uint32_t code = flags & kBlockFlagCodecMask;
   switch (code) {
-    case 0: return CodecKind::kRaw;
-    case 3: return CodecKind::kZip;
-    case 7: return CodecKind::kLz4;
-    case 8: return CodecKind::kZfp;
-    case 4: return unsupported("block compression code 4 (jpg) cannot be decoded by hzio");
-    case 6: return unsupported("block compression code 6 (png) cannot be decoded by hzio");
-    default: return corrupt("unknown block compression code " + std::to_string(code));
+    case 0:
+      return CodecKind::kRaw;
+    case 3:
+      return CodecKind::kZip;
+    case 7:
+      return CodecKind::kLz4;
+    case 8:
+      return CodecKind::kZfp;
+    case 4:
+      return unsupported("block compression code 4 (jpg) cannot be decoded by hzio");
+    case 6:
+      return unsupported("block compression code 6 (png) cannot be decoded by hzio");
+    default:
+      return corrupt("unknown block compression code " + std::to_string(code));
   }
 }
 
@@ -221,10 +246,14 @@ Status encode_block(const CodecSpec& spec, DType dtype, int ndim, const std::arr
   try {
     HZIO_RETURN_IF_ERROR(check_block_size("encode_block", dtype, block_dims, raw.size()));
     switch (spec.kind) {
-      case CodecKind::kRaw: return detail::encode_raw(raw, out);
-      case CodecKind::kZip: return detail::encode_zip(spec.zip_level, raw, out);
-      case CodecKind::kLz4: return detail::encode_lz4(raw, out);
-      case CodecKind::kZfp: return detail::encode_zfp(spec.zfp_encode, dtype, ndim, block_dims, raw, out);
+      case CodecKind::kRaw:
+        return detail::encode_raw(raw, out);
+      case CodecKind::kZip:
+        return detail::encode_zip(spec.zip_level, raw, out);
+      case CodecKind::kLz4:
+        return detail::encode_lz4(raw, out);
+      case CodecKind::kZfp:
+        return detail::encode_zfp(spec.zfp_encode, dtype, ndim, block_dims, raw, out);
     }
     return internal_error("encode_block: bad codec kind " + std::to_string(static_cast<int>(spec.kind)));
   } catch (const std::bad_alloc&) {
@@ -240,9 +269,12 @@ Status decode_block(CodecKind kind, const CodecSpec& field_spec, DType dtype, in
   try {
     HZIO_RETURN_IF_ERROR(check_block_size("decode_block", dtype, block_dims, out.size()));
     switch (kind) {
-      case CodecKind::kRaw: return detail::decode_raw(payload, out);
-      case CodecKind::kZip: return detail::decode_zip(payload, out);
-      case CodecKind::kLz4: return detail::decode_lz4(payload, out);
+      case CodecKind::kRaw:
+        return detail::decode_raw(payload, out);
+      case CodecKind::kZip:
+        return detail::decode_zip(payload, out);
+      case CodecKind::kLz4:
+        return detail::decode_lz4(payload, out);
       case CodecKind::kZfp:
         return detail::decode_zfp(field_spec.zfp_decode, dtype, ndim, block_dims, payload, out);
     }

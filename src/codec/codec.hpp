@@ -28,9 +28,9 @@ struct ZfpMode {
 // A parsed codec spec, the text of a field's default_compression(...) option.
 struct CodecSpec {
   CodecKind kind = CodecKind::kRaw;
-  int zip_level = -1;     // zlib level; -1 = zlib's default
-  ZfpMode zfp_encode;     // mode used when writing
-  ZfpMode zfp_decode;     // mode used when reading (the .idx names both; they must match to round-trip)
+  int zip_level = -1;  // zlib level; -1 = zlib's default
+  ZfpMode zfp_encode;  // mode used when writing
+  ZfpMode zfp_decode;  // mode used when reading (the .idx names both; they must match to round-trip)
 
   // Local. Parses "", "raw", "bin", "zip", "zip-Z_BEST_SPEED", "zip-Z_BEST_COMPRESSION",
   // "zip-Z_DEFAULT_COMPRESSION", "lz4", "zfp-<enc>-<dec>" where each mode is "reversible",

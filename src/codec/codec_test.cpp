@@ -166,9 +166,12 @@ TEST(Codec, BuffersNotMatchingBlockDimsAreAnInternalError) {
 }
 
 TEST(CodecSpec, ParsesEveryDocumentedForm) {
-  for (auto [text, kind, level] : {std::tuple{"", CodecKind::kRaw, -1}, {"raw", CodecKind::kRaw, -1},
-                                   {" bin ", CodecKind::kRaw, -1}, {"lz4", CodecKind::kLz4, -1},
-                                   {"zip", CodecKind::kZip, -1}, {"zip-Z_DEFAULT_COMPRESSION", CodecKind::kZip, -1},
+  for (auto [text, kind, level] : {std::tuple{"", CodecKind::kRaw, -1},
+                                   {"raw", CodecKind::kRaw, -1},
+                                   {" bin ", CodecKind::kRaw, -1},
+                                   {"lz4", CodecKind::kLz4, -1},
+                                   {"zip", CodecKind::kZip, -1},
+                                   {"zip-Z_DEFAULT_COMPRESSION", CodecKind::kZip, -1},
                                    {"zip-Z_BEST_SPEED", CodecKind::kZip, 1},
                                    {"zip-Z_BEST_COMPRESSION", CodecKind::kZip, 9}}) {
     EXPECT_EQ(spec_of(text).kind, kind) << text;
@@ -177,9 +180,12 @@ TEST(CodecSpec, ParsesEveryDocumentedForm) {
   using M = ZfpMode;
   const M rev{M::Kind::kReversible, 0}, p64{M::Kind::kPrecision, 64}, p20{M::Kind::kPrecision, 20};
   const M a5{M::Kind::kAccuracy, 0.5}, a25{M::Kind::kAccuracy, 0.25}, a3{M::Kind::kAccuracy, 1e-3};
-  for (auto [text, enc, dec] : {std::tuple{"zfp", rev, p64}, {"zfp-reversible-reversible", rev, rev},
-                                {"zfp-precision=20-precision=20", p20, p20}, {"zfp-reversible-64", rev, p64},
-                                {"zfp-accuracy=0.5-accuracy=.25", a5, a25}, {"zfp-20-0.001", p20, a3},
+  for (auto [text, enc, dec] : {std::tuple{"zfp", rev, p64},
+                                {"zfp-reversible-reversible", rev, rev},
+                                {"zfp-precision=20-precision=20", p20, p20},
+                                {"zfp-reversible-64", rev, p64},
+                                {"zfp-accuracy=0.5-accuracy=.25", a5, a25},
+                                {"zfp-20-0.001", p20, a3},
                                 {"zfp-accuracy=1e-3-20", a3, p20}}) {
     const CodecSpec spec = spec_of(text);
     EXPECT_EQ(spec.kind, CodecKind::kZfp) << text;
@@ -188,14 +194,15 @@ TEST(CodecSpec, ParsesEveryDocumentedForm) {
 }
 
 TEST(CodecSpec, ToStringParsesBackToTheSameSpec) {
-  for (auto [text, canonical] : {std::pair{"raw", ""}, {"zip-Z_DEFAULT_COMPRESSION", "zip"},
+  for (auto [text, canonical] : {std::pair{"raw", ""},
+                                 {"zip-Z_DEFAULT_COMPRESSION", "zip"},
                                  {"zfp-reversible-reversible", "zfp-reversible-reversible"},
                                  {"zfp-20-0.5", "zfp-precision=20-accuracy=0.5"}}) {
     EXPECT_EQ(spec_of(text).to_string(), canonical);
   }
-  for (const char* text : {"", "bin", "zip", "zip-Z_BEST_SPEED", "zip-Z_BEST_COMPRESSION", "lz4", "zfp",
-                           "zfp-reversible-reversible", "zfp-precision=20-precision=20", "zfp-accuracy=1e-7-3",
-                           "zfp-0.1-accuracy=0.3"}) {
+  for (const char* text :
+       {"", "bin", "zip", "zip-Z_BEST_SPEED", "zip-Z_BEST_COMPRESSION", "lz4", "zfp", "zfp-reversible-reversible",
+        "zfp-precision=20-precision=20", "zfp-accuracy=1e-7-3", "zfp-0.1-accuracy=0.3"}) {
     const CodecSpec spec = spec_of(text);
     const CodecSpec again = spec_of(spec.to_string());
     EXPECT_TRUE(again.kind == spec.kind && again.zip_level == spec.zip_level && again.zfp_encode == spec.zfp_encode &&
@@ -205,11 +212,27 @@ TEST(CodecSpec, ToStringParsesBackToTheSameSpec) {
 }
 
 TEST(CodecSpec, RejectsMalformedSpecsWithAFormatErrorNamingThem) {
-  for (const char* text : {"gzip", "zip-9", "zip-Z_FASTEST", "lz4hc", "png", "jpg", "zfp-", "zfp-reversible",
-                           "zfp-reversible-", "zfp--reversible", "zfp-reversible-reversible-reversible",
-                           "zfp-precision=0-reversible", "zfp-precision=65-reversible", "zfp-precision=x-reversible",
-                           "zfp-accuracy=0-reversible", "zfp-accuracy=-1-reversible", "zfp-accuracy=nan-reversible",
-                           "zfp-rate=8-rate=8", "zfp-1e-3-1e-3", "zfp-16x-16", "zfpreversible"}) {
+  for (const char* text : {"gzip",
+                           "zip-9",
+                           "zip-Z_FASTEST",
+                           "lz4hc",
+                           "png",
+                           "jpg",
+                           "zfp-",
+                           "zfp-reversible",
+                           "zfp-reversible-",
+                           "zfp--reversible",
+                           "zfp-reversible-reversible-reversible",
+                           "zfp-precision=0-reversible",
+                           "zfp-precision=65-reversible",
+                           "zfp-precision=x-reversible",
+                           "zfp-accuracy=0-reversible",
+                           "zfp-accuracy=-1-reversible",
+                           "zfp-accuracy=nan-reversible",
+                           "zfp-rate=8-rate=8",
+                           "zfp-1e-3-1e-3",
+                           "zfp-16x-16",
+                           "zfpreversible"}) {
     const auto spec = CodecSpec::parse(text);
     ASSERT_FALSE(spec.is_ok()) << text;
     EXPECT_EQ(spec.status().code(), ErrorCode::kFormat) << text;
@@ -218,8 +241,12 @@ TEST(CodecSpec, RejectsMalformedSpecsWithAFormatErrorNamingThem) {
 }
 
 TEST(CodecKindFromFlags, MapsTheLowNibbleAndRejectsCodesHzioCannotDecode) {
-  for (auto [flags, kind] : {std::pair{0x00u, CodecKind::kRaw}, {0x10u, CodecKind::kRaw}, {0x03u, CodecKind::kZip},
-                             {0x13u, CodecKind::kZip}, {0x07u, CodecKind::kLz4}, {0x17u, CodecKind::kLz4},
+  for (auto [flags, kind] : {std::pair{0x00u, CodecKind::kRaw},
+                             {0x10u, CodecKind::kRaw},
+                             {0x03u, CodecKind::kZip},
+                             {0x13u, CodecKind::kZip},
+                             {0x07u, CodecKind::kLz4},
+                             {0x17u, CodecKind::kLz4},
                              {0x08u, CodecKind::kZfp}}) {
     EXPECT_EQ(codec_kind_from_flags(flags).value(), kind) << flags;
   }
@@ -234,8 +261,13 @@ TEST(CodecKindFromFlags, MapsTheLowNibbleAndRejectsCodesHzioCannotDecode) {
 
 TEST(Zfp, ReversibleRoundTripsFloat32BlocksExactlyIn1D2DAnd3D) {
   const CodecSpec spec = spec_of("zfp-reversible-reversible");
-  for (auto [ndim, dims] : {std::pair{2, Dims{16, 16, 1}}, {2, Dims{13, 7, 1}}, {3, Dims{16, 16, 16}},
-                            {3, Dims{5, 6, 7}}, {1, Dims{4096, 1, 1}}, {1, Dims{13, 1, 1}}, {2, Dims{2, 2, 1}}}) {
+  for (auto [ndim, dims] : {std::pair{2, Dims{16, 16, 1}},
+                            {2, Dims{13, 7, 1}},
+                            {3, Dims{16, 16, 16}},
+                            {3, Dims{5, 6, 7}},
+                            {1, Dims{4096, 1, 1}},
+                            {1, Dims{13, 1, 1}},
+                            {2, Dims{2, 2, 1}}}) {
     const auto values = random_values<float>(static_cast<size_t>(dims[0] * dims[1] * dims[2]), 8, kFloats);
     const Bytes payload = encode(spec, kF32, ndim, dims, to_bytes(values));
     Bytes out(values.size() * 4);
@@ -264,8 +296,10 @@ TEST(Zfp, PrecisionAndAccuracyModesStayWithinTheirErrorBounds) {
   for (int i = 0; i < 4096; ++i) {
     values.push_back(float(100 * std::sin(0.3 * (i % 16)) * std::cos(0.2 * (i / 16 % 16)) + i / 256));
   }
-  for (auto [text, bound] : {std::pair{"zfp-precision=20-precision=20", 0.05f}, {"zfp-16-16", 1.0f},
-                             {"zfp-accuracy=0.5-accuracy=0.5", 0.5f}, {"zfp-0.001-0.001", 0.001f}}) {
+  for (auto [text, bound] : {std::pair{"zfp-precision=20-precision=20", 0.05f},
+                             {"zfp-16-16", 1.0f},
+                             {"zfp-accuracy=0.5-accuracy=0.5", 0.5f},
+                             {"zfp-0.001-0.001", 0.001f}}) {
     const Bytes payload = encode(spec_of(text), kF32, 3, {16, 16, 16}, to_bytes(values));
     EXPECT_LT(payload.size(), values.size() * 4) << text;
     Bytes out(values.size() * 4);
@@ -281,7 +315,9 @@ TEST(Zfp, PrecisionAndAccuracyModesStayWithinTheirErrorBounds) {
 TEST(Zfp, UnsupportedDtypesAndDimensionsAreRejected) {
   const CodecSpec spec = spec_of("zfp-reversible-reversible");
   Bytes payload;
-  for (auto [dtype, sample_bytes] : {std::pair{kU8, 1}, {DType{Scalar::kUint32, 1}, 4}, {DType{Scalar::kInt16, 1}, 2},
+  for (auto [dtype, sample_bytes] : {std::pair{kU8, 1},
+                                     {DType{Scalar::kUint32, 1}, 4},
+                                     {DType{Scalar::kInt16, 1}, 2},
                                      {DType{Scalar::kFloat32, 3}, 12}}) {
     Bytes raw(static_cast<size_t>(64 * 64 * sample_bytes));
     EXPECT_EQ(encode_block(spec, dtype, 2, {64, 64, 1}, raw, payload).code(), ErrorCode::kUnsupported);

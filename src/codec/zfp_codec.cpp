@@ -32,11 +32,16 @@ std::string describe(DType dtype, const std::array<int64_t, 3>& d) {
 Result<zfp_type> zfp_type_of(DType dtype) {
   if (dtype.components == 1) {
     switch (dtype.scalar) {
-      case Scalar::kFloat32: return zfp_type_float;
-      case Scalar::kFloat64: return zfp_type_double;
-      case Scalar::kInt32: return zfp_type_int32;
-      case Scalar::kInt64: return zfp_type_int64;
-      default: break;
+      case Scalar::kFloat32:
+        return zfp_type_float;
+      case Scalar::kFloat64:
+        return zfp_type_double;
+      case Scalar::kInt32:
+        return zfp_type_int32;
+      case Scalar::kInt64:
+        return zfp_type_int64;
+      default:
+        break;
     }
   }
   return unsupported("zfp cannot compress " + dtype_name(dtype) +
@@ -58,7 +63,9 @@ Result<StreamPtr> open_stream(const ZfpMode& mode) {
   StreamPtr zfp(zfp_stream_open(nullptr));
   if (!zfp) return internal_error("zfp_stream_open failed");
   switch (mode.kind) {
-    case ZfpMode::Kind::kReversible: zfp_stream_set_reversible(zfp.get()); return zfp;
+    case ZfpMode::Kind::kReversible:
+      zfp_stream_set_reversible(zfp.get());
+      return zfp;
     case ZfpMode::Kind::kPrecision:
       if (!(mode.parameter >= 1 && mode.parameter <= ZFP_MAX_PREC)) break;
       zfp_stream_set_precision(zfp.get(), static_cast<unsigned>(mode.parameter));
@@ -82,15 +89,15 @@ FieldPtr make_field(zfp_type type, int ndim, const std::array<int64_t, 3>& d, vo
 template <class T>
 struct BlockDecoder;
 
-#define HZIO_ZFP_BLOCK_DECODER(T, suffix)                                                            \
-  template <>                                                                                        \
-  struct BlockDecoder<T> {                                                                           \
-    static constexpr auto full1 = zfp_decode_block_strided_##suffix##_1;                             \
-    static constexpr auto part1 = zfp_decode_partial_block_strided_##suffix##_1;                    \
-    static constexpr auto full2 = zfp_decode_block_strided_##suffix##_2;                             \
-    static constexpr auto part2 = zfp_decode_partial_block_strided_##suffix##_2;                     \
-    static constexpr auto full3 = zfp_decode_block_strided_##suffix##_3;                             \
-    static constexpr auto part3 = zfp_decode_partial_block_strided_##suffix##_3;                     \
+#define HZIO_ZFP_BLOCK_DECODER(T, suffix)                                        \
+  template <>                                                                    \
+  struct BlockDecoder<T> {                                                       \
+    static constexpr auto full1 = zfp_decode_block_strided_##suffix##_1;         \
+    static constexpr auto part1 = zfp_decode_partial_block_strided_##suffix##_1; \
+    static constexpr auto full2 = zfp_decode_block_strided_##suffix##_2;         \
+    static constexpr auto part2 = zfp_decode_partial_block_strided_##suffix##_2; \
+    static constexpr auto full3 = zfp_decode_block_strided_##suffix##_3;         \
+    static constexpr auto part3 = zfp_decode_partial_block_strided_##suffix##_3; \
   };
 HZIO_ZFP_BLOCK_DECODER(float, float)
 HZIO_ZFP_BLOCK_DECODER(double, double)
@@ -142,11 +149,16 @@ Status decode_blocks(zfp_stream* zfp, T* data, int ndim, const std::array<int64_
 Status decode_typed(zfp_type type, zfp_stream* zfp, void* data, int ndim, const std::array<int64_t, 3>& dims,
                     uint64_t payload_bits, const std::string& what) {
   switch (type) {
-    case zfp_type_float: return decode_blocks(zfp, static_cast<float*>(data), ndim, dims, payload_bits, what);
-    case zfp_type_double: return decode_blocks(zfp, static_cast<double*>(data), ndim, dims, payload_bits, what);
-    case zfp_type_int32: return decode_blocks(zfp, static_cast<int32_t*>(data), ndim, dims, payload_bits, what);
-    case zfp_type_int64: return decode_blocks(zfp, static_cast<int64_t*>(data), ndim, dims, payload_bits, what);
-    default: return internal_error("zfp: unexpected type for a " + what);
+    case zfp_type_float:
+      return decode_blocks(zfp, static_cast<float*>(data), ndim, dims, payload_bits, what);
+    case zfp_type_double:
+      return decode_blocks(zfp, static_cast<double*>(data), ndim, dims, payload_bits, what);
+    case zfp_type_int32:
+      return decode_blocks(zfp, static_cast<int32_t*>(data), ndim, dims, payload_bits, what);
+    case zfp_type_int64:
+      return decode_blocks(zfp, static_cast<int64_t*>(data), ndim, dims, payload_bits, what);
+    default:
+      return internal_error("zfp: unexpected type for a " + what);
   }
 }
 
@@ -155,9 +167,7 @@ uint64_t zfp_block_count(const std::array<int64_t, 3>& d) {
          static_cast<uint64_t>((d[2] + 3) / 4);
 }
 
-bool aligned_for(const void* p, DType dtype) {
-  return reinterpret_cast<uintptr_t>(p) % scalar_bytes(dtype) == 0;
-}
+bool aligned_for(const void* p, DType dtype) { return reinterpret_cast<uintptr_t>(p) % scalar_bytes(dtype) == 0; }
 
 }  // namespace
 

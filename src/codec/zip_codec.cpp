@@ -12,11 +12,16 @@ namespace {
 
 const char* zlib_reason(int rc) {
   switch (rc) {
-    case Z_DATA_ERROR: return "data error";
-    case Z_BUF_ERROR: return "output buffer full";
-    case Z_MEM_ERROR: return "out of memory";
-    case Z_STREAM_ERROR: return "stream error";
-    default: return "error";
+    case Z_DATA_ERROR:
+      return "data error";
+    case Z_BUF_ERROR:
+      return "output buffer full";
+    case Z_MEM_ERROR:
+      return "out of memory";
+    case Z_STREAM_ERROR:
+      return "stream error";
+    default:
+      return "error";
   }
 }
 

@@ -12,8 +12,8 @@ hzorder::Run block_grid(const hzorder::HzSpace& space, uint64_t block) {
   return space.block_runs(block, Layout::kRowMajor)[0];
 }
 
-Result<Layout> load_block(const BlockLocation& where, const FieldCoding& field, const hzorder::HzSpace& space,
-                          int ndim, uint64_t block, std::vector<std::byte>& scratch, std::span<std::byte> out,
+Result<Layout> load_block(const BlockLocation& where, const FieldCoding& field, const hzorder::HzSpace& space, int ndim,
+                          uint64_t block, std::vector<std::byte>& scratch, std::span<std::byte> out,
                           ReadReport* report) {
   const auto& e = where.entry;
   const Layout layout = format::layout_of(e.flags);
@@ -57,13 +57,14 @@ void convert_layout(const hzorder::HzSpace& space, uint64_t block, Layout from, 
 stats::BlockStats stats_as_stored(const FieldCoding& field, const hzorder::HzSpace& space, int ndim, uint64_t block,
                                   std::span<const std::byte> raw, std::span<const std::byte> payload,
                                   const Box& dataset_box, int sub_block_bits) {
-  const bool lossy = field.codec.kind == codec::CodecKind::kZfp &&
-                     field.codec.zfp_encode.kind != codec::ZfpMode::Kind::kReversible;
+  const bool lossy =
+      field.codec.kind == codec::CodecKind::kZfp && field.codec.zfp_encode.kind != codec::ZfpMode::Kind::kReversible;
   if (lossy && !payload.empty()) {
     std::vector<std::byte> decoded(raw.size());
     const hzorder::Run grid = block_grid(space, block);
-    if (codec::decode_block(codec::CodecKind::kZfp, field.codec, field.dtype, ndim, {grid.ns[0], grid.ns[1], grid.ns[2]},
-                            payload, decoded).is_ok()) {
+    if (codec::decode_block(codec::CodecKind::kZfp, field.codec, field.dtype, ndim,
+                            {grid.ns[0], grid.ns[1], grid.ns[2]}, payload, decoded)
+            .is_ok()) {
       return stats::compute_block_stats(space, block, field.layout, decoded, field.dtype, dataset_box, sub_block_bits);
     }
     stats::BlockStats unknown;
@@ -81,7 +82,8 @@ Result<uint32_t> encode_block(const FieldCoding& field, const hzorder::HzSpace& 
     return flags;
   }
   const hzorder::Run grid = block_grid(space, block);
-  HZIO_RETURN_IF_ERROR(codec::encode_block(field.codec, field.dtype, ndim, {grid.ns[0], grid.ns[1], grid.ns[2]}, raw, payload));
+  HZIO_RETURN_IF_ERROR(
+      codec::encode_block(field.codec, field.dtype, ndim, {grid.ns[0], grid.ns[1], grid.ns[2]}, raw, payload));
   return flags;
 }
 

@@ -23,8 +23,8 @@ struct FieldCoding {
 
 // Local, thread-safe. Reads and decodes a stored block into `out` (2^bpb samples) and returns the
 // layout its flags say. Errors: kCorrupt naming the file and block, kIo. Adds bytes to `report`.
-Result<Layout> load_block(const BlockLocation& where, const FieldCoding& field, const hzorder::HzSpace& space,
-                          int ndim, uint64_t block, std::vector<std::byte>& scratch, std::span<std::byte> out,
+Result<Layout> load_block(const BlockLocation& where, const FieldCoding& field, const hzorder::HzSpace& space, int ndim,
+                          uint64_t block, std::vector<std::byte>& scratch, std::span<std::byte> out,
                           ReadReport* report);
 
 // Local, thread-safe. Reorders a decoded block from one layout to the other.
@@ -44,6 +44,5 @@ stats::BlockStats stats_as_stored(const FieldCoding& field, const hzorder::HzSpa
 
 // Local. The block's samples as one grid (its row-major run): for zfp dims and layout conversion.
 hzorder::Run block_grid(const hzorder::HzSpace& space, uint64_t block);
-
 
 }  // namespace hzio::core

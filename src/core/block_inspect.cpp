@@ -89,23 +89,25 @@ Result<int64_t> Dataset::index_file(int64_t time, int64_t first_block, int sub_b
   int64_t indexed = 0;
   std::vector<std::byte> scratch, buffer;
   for (size_t f = 0; f < t.components.size(); ++f) {
-    for (int64_t b = first_block; b < d.idx_.total_blocks() && format::first_block_of_file(d.idx_, b) == first_block; ++b) {
+    for (int64_t b = first_block; b < d.idx_.total_blocks() && format::first_block_of_file(d.idx_, b) == first_block;
+         ++b) {
       HZIO_ASSIGN_OR_RETURN(auto where, d.files_->locate(static_cast<int>(f), time, static_cast<uint64_t>(b), nullptr));
       if (!where) continue;
       buffer.resize(d.block_bytes(static_cast<int>(f)));
       HZIO_ASSIGN_OR_RETURN(Layout layout, core::load_block(*where, d.coding_[f], *d.space_, d.idx_.ndim,
                                                             static_cast<uint64_t>(b), scratch, buffer, nullptr));
-      const size_t entry = f * static_cast<size_t>(t.blocks_per_file) + static_cast<size_t>(format::slot_in_file(d.idx_, b));
-      t.entries[entry] = stats::compute_block_stats(*d.space_, static_cast<uint64_t>(b), layout, buffer, d.coding_[f].dtype,
-                                                    d.idx_.box, sub_block_bits);
+      const size_t entry =
+          f * static_cast<size_t>(t.blocks_per_file) + static_cast<size_t>(format::slot_in_file(d.idx_, b));
+      t.entries[entry] = stats::compute_block_stats(*d.space_, static_cast<uint64_t>(b), layout, buffer,
+                                                    d.coding_[f].dtype, d.idx_.box, sub_block_bits);
       ++indexed;
     }
   }
   HZIO_ASSIGN_OR_RETURN(std::string path, d.files_->file_path(time, static_cast<uint64_t>(first_block)));
   const auto bytes = stats::encode_stats_file(t, identity->first, identity->second);
-  HZIO_RETURN_IF_ERROR(io::replace_file_atomically(path + stats::kStatsSuffix,
-                                                   std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
-                                                   d.options_.durable));
+  HZIO_RETURN_IF_ERROR(io::replace_file_atomically(
+      path + stats::kStatsSuffix, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+      d.options_.durable));
   d.files_->forget_stored();
   return indexed;
 }

@@ -8,8 +8,8 @@
 
 namespace hzio::core {
 
-BlockWriter::BlockWriter(const format::IdxFile& idx, const hzorder::HzSpace& space, const std::vector<FieldCoding>& coding,
-                         DataFiles& files, util::ThreadPool& pool)
+BlockWriter::BlockWriter(const format::IdxFile& idx, const hzorder::HzSpace& space,
+                         const std::vector<FieldCoding>& coding, DataFiles& files, util::ThreadPool& pool)
     : idx_(idx), space_(space), coding_(coding), files_(files), pool_(pool) {}
 
 size_t BlockWriter::block_bytes(int field) const {
@@ -44,8 +44,10 @@ Status BlockWriter::base(int field, int64_t time, uint64_t block, std::vector<st
   }
   std::vector<std::byte> scratch, stored(out.size());
   HZIO_ASSIGN_OR_RETURN(Layout layout, load_block(*where, fc, space_, idx_.ndim, block, scratch, stored, nullptr));
-  if (layout == fc.layout) out.swap(stored);
-  else convert_layout(space_, block, layout, stored, out, fc.dtype.bytes());
+  if (layout == fc.layout)
+    out.swap(stored);
+  else
+    convert_layout(space_, block, layout, stored, out, fc.dtype.bytes());
   return Status::ok();
 }
 
@@ -95,8 +97,10 @@ Status BlockWriter::write(std::span<BlockRecord> records, std::span<const Slot> 
       return;
     }
     auto f = encode_block(fc, space_, idx_.ndim, r.block, samples, payload[i]);
-    if (f.is_ok()) flags[i] = f.value();
-    else errors[i] = f.status();
+    if (f.is_ok())
+      flags[i] = f.value();
+    else
+      errors[i] = f.status();
     const double t2 = util::now_seconds();
     r.compress_seconds = t2 - t1;
     r.stats = stats_as_stored(fc, space_, idx_.ndim, r.block, samples, payload[i], idx_.box, files_.stats_bits());

@@ -20,7 +20,8 @@ std::unique_ptr<Dataset> make_dataset(const std::string& name) {
   std::filesystem::create_directories(dir);
   CreateOptions o;
   o.dims = {16, 16, 16};
-  o.fields = {{"r", {Scalar::kFloat32, 1}, "raw", Layout::kHzOrder, 0}, {"z", {Scalar::kInt16, 1}, "zip", Layout::kRowMajor, 7}};
+  o.fields = {{"r", {Scalar::kFloat32, 1}, "raw", Layout::kHzOrder, 0},
+              {"z", {Scalar::kInt16, 1}, "zip", Layout::kRowMajor, 7}};
   o.bits_per_block = 6;
   o.overwrite = true;
   o.stats_sub_block_bits = 2;
@@ -32,7 +33,8 @@ std::vector<std::byte> random_bytes(size_t n, uint32_t seed, size_t sample_bytes
   std::vector<std::byte> v(n);
   for (size_t i = 0; i < n; i += sample_bytes) {
     const float f = static_cast<float>(rng() % 1000) - 500.0f;  // finite values for either dtype
-    if (sample_bytes == 4) std::memcpy(&v[i], &f, 4);
+    if (sample_bytes == 4)
+      std::memcpy(&v[i], &f, 4);
     else {
       const int16_t s = static_cast<int16_t>(f);
       std::memcpy(&v[i], &s, 2);

@@ -24,8 +24,10 @@ Status commit_writes(DataFiles& files, const std::string& idx_path, format::IdxF
     Status w;
     if (steps.writes_idx) {
       auto tmp = io::write_temp_file(idx_path, next.to_text(), steps.durable);
-      if (tmp.is_ok()) idx_tmp = tmp.value();
-      else w = tmp.status();
+      if (tmp.is_ok())
+        idx_tmp = tmp.value();
+      else
+        w = tmp.status();
     }
     s = steps.agree(w);
   }

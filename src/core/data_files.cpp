@@ -30,7 +30,7 @@ struct DataFiles::Pending {
   std::vector<format::BlockEntry> entries;  // offsets into the log; zero = not written here
   bool canonical = true;                    // appended in entry order, each entry once
   int64_t last_index = -1;
-  std::string ready_path;                   // complete and durable, waiting for publish()
+  std::string ready_path;                               // complete and durable, waiting for publish()
   std::vector<std::optional<stats::BlockStats>> stats;  // per entry, for blocks written here
   std::string stats_ready_path;
   uint64_t written_back = 0;  // log bytes handed to early write-back
@@ -83,7 +83,8 @@ Result<DataFiles::Stored*> DataFiles::stored(const Key& key, ReadReport* report)
   auto& slot = stored_[key];
   if (slot) return slot.get();
   auto s = std::make_unique<Stored>();
-  HZIO_ASSIGN_OR_RETURN(std::string path, format::data_file_path(*idx_, idx_dir_, static_cast<int64_t>(key.second), key.first));
+  HZIO_ASSIGN_OR_RETURN(std::string path,
+                        format::data_file_path(*idx_, idx_dir_, static_cast<int64_t>(key.second), key.first));
   if (!idx_->time.contains(key.first)) {  // not committed: files on disk are leftovers of a dead run
     slot = std::move(s);
     return slot.get();
@@ -114,14 +115,17 @@ Result<std::optional<BlockLocation>> DataFiles::locate(int field, int64_t time, 
   std::lock_guard lock(mutex_);
   const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
   const size_t index = static_cast<size_t>(format::entry_in_file(*idx_, field, block));
-  if (auto it = pending_.find(key); it != pending_.end() && it->second->entries[index].present() && it->second->ready[index]) {
+  if (auto it = pending_.find(key);
+      it != pending_.end() && it->second->entries[index].present() && it->second->ready[index]) {
     Pending& p = *it->second;
     const format::BlockEntry& e = p.entries[index];
     if (p.direct && e.offset + e.size > p.sent) {
-      if (e.offset < p.stage_base || !p.stage.data()) return internal_error("staged block of " + p.log_path + " is lost");
+      if (e.offset < p.stage_base || !p.stage.data())
+        return internal_error("staged block of " + p.log_path + " is lost");
       // Still staged: put exactly these bytes in the file (through the page cache; the stage may be
       // in use by writers of other blocks, so it is not moved here).
-      HZIO_RETURN_IF_ERROR(p.log->write_at(e.offset, std::span<const std::byte>(p.stage.data() + (e.offset - p.stage_base), e.size)));
+      HZIO_RETURN_IF_ERROR(
+          p.log->write_at(e.offset, std::span<const std::byte>(p.stage.data() + (e.offset - p.stage_base), e.size)));
     } else if (p.direct) {
       HZIO_RETURN_IF_ERROR(wait_written(p));  // it may be in the write in flight
     }
@@ -144,12 +148,15 @@ Status DataFiles::load_stats(Stored& s, ReadReport* report) {
   HZIO_RETURN_IF_ERROR(f->read_at(0, bytes));
   if (report) report->bytes_read += static_cast<int64_t>(bytes.size());
   auto t = stats::decode_stats_file(bytes, components(), idx_->blocks_per_file, s.size, s.header_crc, path);
-  if (t.is_ok()) s.stats = std::move(t).value();
-  else if (t.status().code() != ErrorCode::kNotFound) return t.status();
+  if (t.is_ok())
+    s.stats = std::move(t).value();
+  else if (t.status().code() != ErrorCode::kNotFound)
+    return t.status();
   return Status::ok();
 }
 
-Result<std::optional<stats::BlockStats>> DataFiles::block_stats(int field, int64_t time, uint64_t block, ReadReport* report) {
+Result<std::optional<stats::BlockStats>> DataFiles::block_stats(int field, int64_t time, uint64_t block,
+                                                                ReadReport* report) {
   std::lock_guard lock(mutex_);
   const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
   const size_t index = static_cast<size_t>(format::entry_in_file(*idx_, field, block));
@@ -177,7 +184,8 @@ Result<DataFiles::Pending*> DataFiles::pending(const Key& key) {
   if (auto it = pending_.find(key); it != pending_.end()) return it->second.get();
   // Made whole before it is entered: abort() and prepare() may meet any entry of pending_.
   auto p = std::make_unique<Pending>();
-  HZIO_ASSIGN_OR_RETURN(p->final_path, format::data_file_path(*idx_, idx_dir_, static_cast<int64_t>(key.second), key.first));
+  HZIO_ASSIGN_OR_RETURN(p->final_path,
+                        format::data_file_path(*idx_, idx_dir_, static_cast<int64_t>(key.second), key.first));
   HZIO_RETURN_IF_ERROR(io::make_dirs(io::parent_dir(p->final_path), &created_dirs_));
   p->log_path = p->final_path + ".log." + std::to_string(::getpid());
   HZIO_ASSIGN_OR_RETURN(io::File f, io::File::open(p->log_path, io::File::Mode::kCreate));
@@ -203,8 +211,10 @@ Status DataFiles::make_stage(Pending& p, uint64_t end) {
   try {
     // Appends grow the stage one payload at a time: by half again at least, so copies stay linear.
     util::LargeBuffer grown(static_cast<size_t>(std::max(needed, p.stage.size() + p.stage.size() / 2)));
-    if (p.stage.data()) std::memcpy(grown.data(), p.stage.data(), std::min<size_t>(p.stage.size(), p.end - p.stage_base));
-    else if (!p.tail.empty()) std::memcpy(grown.data(), p.tail.data(), p.tail.size());
+    if (p.stage.data())
+      std::memcpy(grown.data(), p.stage.data(), std::min<size_t>(p.stage.size(), p.end - p.stage_base));
+    else if (!p.tail.empty())
+      std::memcpy(grown.data(), p.tail.data(), p.tail.size());
     p.tail.clear();
     p.stage = std::move(grown);
   } catch (const std::bad_alloc&) {
@@ -278,7 +288,8 @@ Result<std::byte*> DataFiles::staged(const Reserved& r) {
 Status DataFiles::append(int field, int64_t time, uint64_t block, std::span<const std::byte> payload, uint32_t flags,
                          const stats::BlockStats* block_stats) {
   std::lock_guard lock(mutex_);
-  if (payload.size() > 0xFFFFFFFFu) return unsupported("block payload of " + std::to_string(payload.size()) + " bytes exceeds the format's 4 GiB");
+  if (payload.size() > 0xFFFFFFFFu)
+    return unsupported("block payload of " + std::to_string(payload.size()) + " bytes exceeds the format's 4 GiB");
   const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
   HZIO_ASSIGN_OR_RETURN(Pending * p, pending(key));
   const int64_t index = format::entry_in_file(*idx_, field, block);
@@ -306,7 +317,8 @@ Status DataFiles::append(int field, int64_t time, uint64_t block, std::span<cons
 
 Result<DataFiles::Reserved> DataFiles::reserve(int field, int64_t time, uint64_t block, uint64_t size, uint32_t flags) {
   std::lock_guard lock(mutex_);
-  if (size > 0xFFFFFFFFu) return unsupported("block payload of " + std::to_string(size) + " bytes exceeds the format's 4 GiB");
+  if (size > 0xFFFFFFFFu)
+    return unsupported("block payload of " + std::to_string(size) + " bytes exceeds the format's 4 GiB");
   const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
   HZIO_ASSIGN_OR_RETURN(Pending * p, pending(key));
   const int64_t index = format::entry_in_file(*idx_, field, block);
@@ -360,14 +372,16 @@ Status DataFiles::rebuild(const Key& key, Pending& p, Stored* old) {
   if (s.is_ok()) s = write_stats(p, old, entries, end, header);
   if (s.is_ok() && durable_) s = out.sync();
   if (s.is_ok()) s = out.close();
-  if (s.is_ok()) p.ready_path = tmp;
-  else (void)io::remove_path(tmp);
+  if (s.is_ok())
+    p.ready_path = tmp;
+  else
+    (void)io::remove_path(tmp);
   (void)io::remove_path(p.log_path);
   return s;
 }
 
-Status DataFiles::write_stats(Pending& p, Stored* old, const std::vector<format::BlockEntry>& entries, uint64_t file_size,
-                              std::span<const std::byte> header) {
+Status DataFiles::write_stats(Pending& p, Stored* old, const std::vector<format::BlockEntry>& entries,
+                              uint64_t file_size, std::span<const std::byte> header) {
   stats::StatsTable t;
   t.sub_block_bits = stats_bits_;
   t.blocks_per_file = idx_->blocks_per_file;
@@ -376,8 +390,10 @@ Status DataFiles::write_stats(Pending& p, Stored* old, const std::vector<format:
   for (size_t i = 0; i < entries.size(); ++i) {
     if (!entries[i].present()) continue;  // count 0: missing
     if (p.entries[i].present()) {
-      if (p.stats[i]) t.entries[i] = *p.stats[i];
-      else t.entries[i].block.count = stats::kUnknown;
+      if (p.stats[i])
+        t.entries[i] = *p.stats[i];
+      else
+        t.entries[i].block.count = stats::kUnknown;
     } else if (old && old->stats_loaded && old->stats) {
       t.entries[i] = old->stats->entries[i];
       if (old->stats->sub_block_bits != stats_bits_) t.entries[i].parts.clear();  // other grain: parts unknown
@@ -416,8 +432,10 @@ Status DataFiles::finish(const Key& key, Pending& p) {
   if (s.is_ok() && p.direct) s = p.log->truncate(p.end);  // drop the last page's padding
   if (s.is_ok()) s = write_stats(p, prior, p.entries, p.end, header);
   if (s.is_ok() && durable_) s = p.log->sync();
-  if (s.is_ok()) p.ready_path = p.log_path;
-  else (void)io::remove_path(p.log_path);
+  if (s.is_ok())
+    p.ready_path = p.log_path;
+  else
+    (void)io::remove_path(p.log_path);
   return s;
 }
 

@@ -113,10 +113,10 @@ class DataFiles {
   Status finish(const Key& key, Pending& p);
   Status rebuild(const Key& key, Pending& p, Stored* old);
   Status prepare_locked();
-  void remove_pending_files();  // every log and temporary file of pending_, then pending_ cleared
+  void remove_pending_files();                  // every log and temporary file of pending_, then pending_ cleared
   Status make_stage(Pending& p, uint64_t end);  // room in p.stage for the log's bytes up to `end`
-  Status write_out(Pending& p);     // hands the staged bytes to a writer thread
-  Status wait_written(Pending& p);  // waits for the writer; the log's first write error if any
+  Status write_out(Pending& p);                 // hands the staged bytes to a writer thread
+  Status wait_written(Pending& p);              // waits for the writer; the log's first write error if any
   Status load_stats(Stored& s, ReadReport* report);
   Status write_stats(Pending& p, Stored* old, const std::vector<format::BlockEntry>& entries, uint64_t file_size,
                      std::span<const std::byte> header);

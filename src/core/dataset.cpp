@@ -16,7 +16,10 @@
 namespace hzio {
 
 Dataset::Impl::Impl(std::string path, format::IdxFile idx, const OpenOptions& options)
-    : path_(std::move(path)), dir_(io::parent_dir(path_)), idx_(std::move(idx)), options_(options),
+    : path_(std::move(path)),
+      dir_(io::parent_dir(path_)),
+      idx_(std::move(idx)),
+      options_(options),
       pool_(options.threads) {
   space_ = std::make_unique<hzorder::HzSpace>(idx_.bitmask, idx_.bits_per_block);
   pending_ = core::WriteTally(idx_.bitmask.max_level());
@@ -43,7 +46,8 @@ Status Dataset::Impl::check_field_time(std::string_view field, int64_t time, boo
   if (for_write) {
     if (!options_.writable) return invalid_argument("dataset " + path_ + " is open read-only");
     if (!templated && time != 0) {
-      return invalid_argument("dataset " + path_ + " has a single timestep 0 (create it with times= to write timestep " +
+      return invalid_argument("dataset " + path_ +
+                              " has a single timestep 0 (create it with times= to write timestep " +
                               std::to_string(time) + ")");
     }
     if (time < 0) return invalid_argument("timestep " + std::to_string(time) + " is negative");
@@ -65,8 +69,10 @@ Status Dataset::Impl::check_box(const Box& box, const char* what) const {
 
 Status Dataset::Impl::commit() {
   Status s = commit_pending();
-  if (!s.is_ok()) discard_uncommitted();
-  else uncommitted_create_ = false;
+  if (!s.is_ok())
+    discard_uncommitted();
+  else
+    uncommitted_create_ = false;
   return s;
 }
 
@@ -132,7 +138,8 @@ Status check_create(const CreateOptions& o) {
           return std::isspace(static_cast<unsigned char>(c)) || std::iscntrl(static_cast<unsigned char>(c)) ||
                  std::strchr("+#()[]{}", c) != nullptr;
         })) {
-      return invalid_argument("field name '" + name + "' is empty or has spaces, control characters or one of + # ( ) [ ] { }");
+      return invalid_argument("field name '" + name +
+                              "' is empty or has spaces, control characters or one of + # ( ) [ ] { }");
     }
     for (size_t j = 0; j < i; ++j) {
       if (o.fields[j].name == name) return invalid_argument("field '" + name + "' is given twice");
@@ -140,7 +147,8 @@ Status check_create(const CreateOptions& o) {
     // The .idx text carries default values as decimal numbers read back exactly; fills cast them to the dtype.
     const double v = o.fields[i].default_value;
     if (!format::holds_value(o.fields[i].dtype, v, true)) {
-      return invalid_argument("field '" + name + "': default value " + (std::isfinite(v) ? format::format_number(v) : std::to_string(v)) +
+      return invalid_argument("field '" + name + "': default value " +
+                              (std::isfinite(v) ? format::format_number(v) : std::to_string(v)) +
                               " is not a value of " + o.fields[i].dtype.to_string());
     }
   }
@@ -187,7 +195,8 @@ Result<format::IdxFile> idx_for(const std::string& path, const CreateOptions& o)
   }
   const int maxh = idx.bitmask.max_level();
   if (o.bits_per_block < 0 || o.bits_per_block > maxh) {
-    return invalid_argument("bits_per_block " + std::to_string(o.bits_per_block) + " not in [1, " + std::to_string(maxh) + "]");
+    return invalid_argument("bits_per_block " + std::to_string(o.bits_per_block) + " not in [1, " +
+                            std::to_string(maxh) + "]");
   }
   idx.bits_per_block = o.bits_per_block;
   if (o.blocks_per_file < -1) return invalid_argument("blocks_per_file must be positive, 0 (default) or -1 (one file)");
@@ -233,9 +242,12 @@ Result<std::unique_ptr<Dataset>> Dataset::create(const std::string& path_in, con
   // The new .idx is on disk before the replaced dataset's files go, and takes their place last.
   std::vector<std::string> made;
   Status s = io::make_dirs(io::parent_dir(path), &made);
-  Result<std::string> tmp = s.is_ok() ? io::write_temp_file(path, idx.to_text(), open_options.durable) : Result<std::string>(s);
-  if (tmp.is_ok()) s = core::remove_replaced(plan);
-  else s = tmp.status();
+  Result<std::string> tmp =
+      s.is_ok() ? io::write_temp_file(path, idx.to_text(), open_options.durable) : Result<std::string>(s);
+  if (tmp.is_ok())
+    s = core::remove_replaced(plan);
+  else
+    s = tmp.status();
   bool renamed = false;
   if (s.is_ok()) s = io::rename_file(tmp.value(), path, open_options.durable, &renamed);
   if (!s.is_ok()) {
@@ -253,7 +265,8 @@ Result<std::unique_ptr<Dataset>> Dataset::open(const std::string& path_in, const
   HZIO_ASSIGN_OR_RETURN(std::string text, io::read_text_file(path));
   HZIO_ASSIGN_OR_RETURN(format::IdxFile idx, format::IdxFile::parse(text, path));
   if (options.writable) {
-    if (Status back = idx.check_writes_back(path); !back.is_ok()) return Status(back.code(), back.message() + "; open it read-only");
+    if (Status back = idx.check_writes_back(path); !back.is_ok())
+      return Status(back.code(), back.message() + "; open it read-only");
   }
   auto impl = std::make_unique<Impl>(path, std::move(idx), options);
   HZIO_RETURN_IF_ERROR(impl->init_fields());
@@ -281,7 +294,8 @@ std::vector<int64_t> Dataset::times() const {
 
 Result<SampleGrid> Dataset::level_grid(const Box& box, int level) const {
   if (level < 0) level = max_level();
-  if (level > max_level()) return invalid_argument("level " + std::to_string(level) + " above max level " + std::to_string(max_level()));
+  if (level > max_level())
+    return invalid_argument("level " + std::to_string(level) + " above max level " + std::to_string(max_level()));
   HZIO_RETURN_IF_ERROR(impl_->check_box(box, "read"));
   return impl_->space_->grid_in_box(box, level);
 }
@@ -292,9 +306,9 @@ Status Dataset::write_box(const Box& box, std::string_view field, int64_t time, 
   HZIO_RETURN_IF_ERROR(impl_->check_box(box, "write"));
   const size_t want = static_cast<size_t>(box.sample_count()) * impl_->coding_[f].dtype.bytes();
   if (size_bytes != want) {
-    return invalid_argument("write of box " + box.to_string() + " to field '" + impl_->idx_.fields[f].name + "' needs " +
-                            std::to_string(want) + " bytes of " + impl_->coding_[f].dtype.to_string() + ", got " +
-                            std::to_string(size_bytes));
+    return invalid_argument("write of box " + box.to_string() + " to field '" + impl_->idx_.fields[f].name +
+                            "' needs " + std::to_string(want) + " bytes of " + impl_->coding_[f].dtype.to_string() +
+                            ", got " + std::to_string(size_bytes));
   }
   return impl_->write_box(box, f, time, static_cast<const std::byte*>(data));
 }

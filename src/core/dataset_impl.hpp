@@ -43,8 +43,8 @@ class Dataset::Impl {
   // Reads the samples of levels [min_level, level] inside box into out (grid_in_box(box, level)).
   // Samples of other levels are left as they are. `keep` (optional) caches decoded block 0. With
   // fill_default, samples no stored block provides are set to the field's default value.
-  Status read_box(const Box& box, int level, int min_level, int field, int64_t time, std::byte* out,
-                  ReadReport* report, DecodedBlocks* keep, bool fill_default = false);
+  Status read_box(const Box& box, int level, int min_level, int field, int64_t time, std::byte* out, ReadReport* report,
+                  DecodedBlocks* keep, bool fill_default = false);
   // The two ways read_box places samples (read_path.cpp): window by window from mapped raw blocks, or
   // block by block (any block; the only way for progressive steps and the `keep` cache).
   Status read_in_windows(ReadPlan& plan, const Box& box, int level, int min_level, int field,
@@ -98,7 +98,9 @@ class Dataset::Impl {
   std::map<std::tuple<int, int64_t, uint64_t>, std::vector<std::byte>> dirty_;
   size_t dirty_bytes_ = 0;
 
-  size_t block_bytes(int field) const { return static_cast<size_t>(idx_.samples_per_block()) * coding_[field].dtype.bytes(); }
+  size_t block_bytes(int field) const {
+    return static_cast<size_t>(idx_.samples_per_block()) * coding_[field].dtype.bytes();
+  }
 };
 
 }  // namespace hzio

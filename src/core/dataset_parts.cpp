@@ -6,8 +6,13 @@
 namespace hzio::core {
 
 DatasetParts::DatasetParts(Dataset& dataset)
-    : path(dataset.impl_->path_), idx(dataset.impl_->idx_), space(*dataset.impl_->space_), coding(dataset.impl_->coding_),
-      files(*dataset.impl_->files_), pool(dataset.impl_->pool_), impl_(*dataset.impl_) {}
+    : path(dataset.impl_->path_),
+      idx(dataset.impl_->idx_),
+      space(*dataset.impl_->space_),
+      coding(dataset.impl_->coding_),
+      files(*dataset.impl_->files_),
+      pool(dataset.impl_->pool_),
+      impl_(*dataset.impl_) {}
 
 size_t DatasetParts::block_bytes(int field) const { return impl_.block_bytes(field); }
 

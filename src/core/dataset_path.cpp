@@ -77,14 +77,17 @@ Result<std::string> data_folder_name(const std::string& idx_path) {
     return invalid_argument("dataset path '" + idx_path + "' names a folder, not a .idx file");
   }
   for (unsigned char c : name) {
-    if (c < 0x20 || c == 0x7f) return invalid_argument("dataset name '" + name + "' has control characters, which a .idx cannot carry");
+    if (c < 0x20 || c == 0x7f)
+      return invalid_argument("dataset name '" + name + "' has control characters, which a .idx cannot carry");
   }
   if (name.find('%') != std::string::npos || name.find("$(") != std::string::npos) {
-    return invalid_argument("dataset name '" + name + "' has '%' or '$(', which a .idx file name template cannot carry");
+    return invalid_argument("dataset name '" + name +
+                            "' has '%' or '$(', which a .idx file name template cannot carry");
   }
   const std::string stem = format::default_data_folder(name);
   if (stem == name) return name + ".data";
-  if (stem == "." || stem == "..") return invalid_argument("dataset name '" + name + "' leaves no name for its data folder");
+  if (stem == "." || stem == "..")
+    return invalid_argument("dataset name '" + name + "' leaves no name for its data folder");
   return stem;
 }
 

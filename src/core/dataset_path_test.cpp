@@ -93,11 +93,13 @@ TEST(DatasetPath, OverwriteListsOnlyTheOldDatasetsFilesAndRefusesForeignDataFile
   fs::rename(dir + "/o.idx", dir + "/other.idx");  // o/ is now the data folder of other.idx
   auto taken = plan_create(dir + "/o.idx", metadata_of_o(dir), true);
   EXPECT_EQ(taken.status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_NE(taken.status().message().find("of the dataset " + dir + "/other.idx"), std::string::npos) << taken.status().to_string();
+  EXPECT_NE(taken.status().message().find("of the dataset " + dir + "/other.idx"), std::string::npos)
+      << taken.status().to_string();
   fs::remove(dir + "/other.idx");  // o/ now holds files of no dataset
   auto refused = plan_create(dir + "/o.idx", metadata_of_o(dir), true);
   EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_NE(refused.status().message().find("belongs to no dataset"), std::string::npos) << refused.status().to_string();
+  EXPECT_NE(refused.status().message().find("belongs to no dataset"), std::string::npos)
+      << refused.status().to_string();
   fs::remove_all(dir);
 }
 

@@ -104,7 +104,8 @@ TEST(Dataset, PartialWritesMergeWithWhatIsStored) {
       size_t k = 0;
       for (int64_t z = box.lo[2]; z < box.hi[2]; ++z)
         for (int64_t y = box.lo[1]; y < box.hi[1]; ++y)
-          for (int64_t x = box.lo[0]; x < box.hi[0]; ++x) oracle[static_cast<size_t>((z * dims[1] + y) * dims[0] + x)] = data[k++];
+          for (int64_t x = box.lo[0]; x < box.hi[0]; ++x)
+            oracle[static_cast<size_t>((z * dims[1] + y) * dims[0] + x)] = data[k++];
       ASSERT_TRUE(ds->write_box(box, "a", 0, data.data(), data.size() * 4).is_ok());
     }
     ASSERT_TRUE(ds->close().is_ok());

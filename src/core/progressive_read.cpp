@@ -22,15 +22,17 @@ class ProgressiveRead::Impl {
 ProgressiveRead::ProgressiveRead(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ProgressiveRead::~ProgressiveRead() = default;
 
-Result<std::unique_ptr<ProgressiveRead>> ProgressiveRead::start(Dataset& dataset, const Box& box, std::string_view field,
-                                                                int64_t time, std::vector<int> levels) {
+Result<std::unique_ptr<ProgressiveRead>> ProgressiveRead::start(Dataset& dataset, const Box& box,
+                                                                std::string_view field, int64_t time,
+                                                                std::vector<int> levels) {
   auto impl = std::make_unique<Impl>();
   impl->ds = dataset.impl_.get();
   HZIO_RETURN_IF_ERROR(impl->ds->check_field_time(field, time, false, impl->field));
   HZIO_RETURN_IF_ERROR(impl->ds->check_box(box, "read"));
   for (size_t i = 0; i < levels.size(); ++i) {
     if (levels[i] < 0 || levels[i] > dataset.max_level() || (i && levels[i] <= levels[i - 1])) {
-      return invalid_argument("progressive levels must be ascending within [0, " + std::to_string(dataset.max_level()) + "]");
+      return invalid_argument("progressive levels must be ascending within [0, " + std::to_string(dataset.max_level()) +
+                              "]");
     }
   }
   if (levels.empty()) return invalid_argument("progressive read needs at least one level");
@@ -53,14 +55,17 @@ namespace {
 // Copies the previous step's grid `p` (samples `prev`) into its places in this step's grid: sample
 // (x, y, z) of p goes to start + (x, y, z) * stride. S is the sample size (0: given as `sb`).
 template <size_t S>
-void place_previous(const std::byte* prev, const SampleGrid& p, std::byte* out, const SampleGrid& grid, const Point& start,
-                    const Point& stride, size_t sb = S) {
+void place_previous(const std::byte* prev, const SampleGrid& p, std::byte* out, const SampleGrid& grid,
+                    const Point& start, const Point& stride, size_t sb = S) {
   const size_t size = S ? S : sb;
   for (int64_t z = 0; z < p.count[2]; ++z)
     for (int64_t y = 0; y < p.count[1]; ++y) {
       const std::byte* from = prev + static_cast<size_t>((z * p.count[1] + y) * p.count[0]) * size;
-      std::byte* to = out + static_cast<size_t>(((start[2] + z * stride[2]) * grid.count[1] + start[1] + y * stride[1]) *
-                                                    grid.count[0] + start[0]) * size;
+      std::byte* to =
+          out +
+          static_cast<size_t>(((start[2] + z * stride[2]) * grid.count[1] + start[1] + y * stride[1]) * grid.count[0] +
+                              start[0]) *
+              size;
       const size_t step = static_cast<size_t>(stride[0]) * size;
       for (int64_t x = 0; x < p.count[0]; ++x, from += size, to += step) std::memcpy(to, from, S ? S : size);
     }
@@ -89,18 +94,33 @@ Status ProgressiveRead::next(void* out_void, size_t out_bytes, ReadReport* repor
       stride[a] = p.spacing[a] / grid.spacing[a];
     }
     switch (sb) {  // a fixed size lets the compiler turn each sample's copy into one move
-      case 1: place_previous<1>(s.prev.data(), p, out, grid, start, stride); break;
-      case 2: place_previous<2>(s.prev.data(), p, out, grid, start, stride); break;
-      case 4: place_previous<4>(s.prev.data(), p, out, grid, start, stride); break;
-      case 8: place_previous<8>(s.prev.data(), p, out, grid, start, stride); break;
-      case 12: place_previous<12>(s.prev.data(), p, out, grid, start, stride); break;
-      case 16: place_previous<16>(s.prev.data(), p, out, grid, start, stride); break;
-      default: place_previous<0>(s.prev.data(), p, out, grid, start, stride, sb); break;
+      case 1:
+        place_previous<1>(s.prev.data(), p, out, grid, start, stride);
+        break;
+      case 2:
+        place_previous<2>(s.prev.data(), p, out, grid, start, stride);
+        break;
+      case 4:
+        place_previous<4>(s.prev.data(), p, out, grid, start, stride);
+        break;
+      case 8:
+        place_previous<8>(s.prev.data(), p, out, grid, start, stride);
+        break;
+      case 12:
+        place_previous<12>(s.prev.data(), p, out, grid, start, stride);
+        break;
+      case 16:
+        place_previous<16>(s.prev.data(), p, out, grid, start, stride);
+        break;
+      default:
+        place_previous<0>(s.prev.data(), p, out, grid, start, stride, sb);
+        break;
     }
     min_level = s.levels[s.step - 1] + 1;
   }
   ReadReport local;
-  HZIO_RETURN_IF_ERROR(s.ds->read_box(s.box, level, min_level, s.field, s.time, out, report ? report : &local, &s.keep));
+  HZIO_RETURN_IF_ERROR(
+      s.ds->read_box(s.box, level, min_level, s.field, s.time, out, report ? report : &local, &s.keep));
   ++s.step;
   if (done()) {  // the last step needs no copy for a next one
     s.prev = {};

@@ -25,16 +25,26 @@ using Test = bool (*)(const std::byte*, double, double);
 
 Test test_for(Scalar s) {
   switch (s) {
-    case Scalar::kInt8: return in_range<int8_t>;
-    case Scalar::kUint8: return in_range<uint8_t>;
-    case Scalar::kInt16: return in_range<int16_t>;
-    case Scalar::kUint16: return in_range<uint16_t>;
-    case Scalar::kInt32: return in_range<int32_t>;
-    case Scalar::kUint32: return in_range<uint32_t>;
-    case Scalar::kInt64: return in_range<int64_t>;
-    case Scalar::kUint64: return in_range<uint64_t>;
-    case Scalar::kFloat32: return in_range<float>;
-    case Scalar::kFloat64: return in_range<double>;
+    case Scalar::kInt8:
+      return in_range<int8_t>;
+    case Scalar::kUint8:
+      return in_range<uint8_t>;
+    case Scalar::kInt16:
+      return in_range<int16_t>;
+    case Scalar::kUint16:
+      return in_range<uint16_t>;
+    case Scalar::kInt32:
+      return in_range<int32_t>;
+    case Scalar::kUint32:
+      return in_range<uint32_t>;
+    case Scalar::kInt64:
+      return in_range<int64_t>;
+    case Scalar::kUint64:
+      return in_range<uint64_t>;
+    case Scalar::kFloat32:
+      return in_range<float>;
+    case Scalar::kFloat64:
+      return in_range<double>;
   }
   return in_range<uint8_t>;
 }
@@ -47,16 +57,18 @@ struct Hits {
 
 }  // namespace
 
-Status Dataset::query(const Box& box, int level, std::string_view field, int64_t time, double lo, double hi, int component,
-                      bool want_mask, QueryResult* result) {
+Status Dataset::query(const Box& box, int level, std::string_view field, int64_t time, double lo, double hi,
+                      int component, bool want_mask, QueryResult* result) {
   auto& d = *impl_;
   int f = 0;
   HZIO_RETURN_IF_ERROR(d.check_field_time(field, time, false, f));
   if (level < 0) level = max_level();
   HZIO_ASSIGN_OR_RETURN(SampleGrid grid, level_grid(box, level));
   const core::FieldCoding& fc = d.coding_[f];
-  if (component < 0 || component >= fc.dtype.components) return invalid_argument("component " + std::to_string(component) + " out of range");
-  if (!(lo <= hi)) return invalid_argument("query range [" + std::to_string(lo) + ", " + std::to_string(hi) + "] is empty");
+  if (component < 0 || component >= fc.dtype.components)
+    return invalid_argument("component " + std::to_string(component) + " out of range");
+  if (!(lo <= hi))
+    return invalid_argument("query range [" + std::to_string(lo) + ", " + std::to_string(hi) + "] is empty");
   HZIO_RETURN_IF_ERROR(d.flush_dirty());
   *result = QueryResult{};
   const size_t sb = fc.dtype.bytes(), bytes = d.block_bytes(f);
@@ -78,7 +90,8 @@ Status Dataset::query(const Box& box, int level, std::string_view field, int64_t
     Layout layout = fc.layout;
     std::vector<std::pair<uint64_t, uint64_t>> ranges;  // index ranges worth scanning
     auto st = d.files_->block_stats(f, time, b, &mine);
-    auto where = st.is_ok() ? d.files_->locate(f, time, b, &mine) : Result<std::optional<core::BlockLocation>>(st.status());
+    auto where =
+        st.is_ok() ? d.files_->locate(f, time, b, &mine) : Result<std::optional<core::BlockLocation>>(st.status());
     if (!where.is_ok()) {
       s = where.status();
     } else if (!where.value()) {  // missing: every sample holds the default value
@@ -97,8 +110,10 @@ Status Dataset::query(const Box& box, int level, std::string_view field, int64_t
         const uint64_t len = (uint64_t{1} << bpb) / parts.size();
         for (size_t p = 0; p < parts.size() && s.is_ok(); ++p) {
           if (!stats::may_contain(parts[p], component, lo, hi)) continue;
-          if (!ranges.empty() && ranges.back().second == p * len) ranges.back().second += len;
-          else ranges.push_back({p * len, (p + 1) * len});
+          if (!ranges.empty() && ranges.back().second == p * len)
+            ranges.back().second += len;
+          else
+            ranges.push_back({p * len, (p + 1) * len});
         }
         for (const auto& [a, z] : ranges) {
           s = where.value()->file->read_at(e.offset + a * sb, std::span(buffer).subspan(a * sb, (z - a) * sb));
@@ -106,8 +121,10 @@ Status Dataset::query(const Box& box, int level, std::string_view field, int64_t
           mine.min_bytes += static_cast<int64_t>((z - a) * sb);
           if (!s.is_ok()) break;
         }
-        if (ranges.empty()) skipped += 1;
-        else mine.blocks_read += 1;
+        if (ranges.empty())
+          skipped += 1;
+        else
+          mine.blocks_read += 1;
       } else {
         auto l = core::load_block(*where.value(), fc, *d.space_, d.idx_.ndim, b, scratch, buffer, &mine);
         if (l.is_ok()) {
@@ -137,7 +154,8 @@ Status Dataset::query(const Box& box, int level, std::string_view field, int64_t
               for (const auto& [a, e] : ranges) scanned |= idx >= a && idx < e;
               if (!scanned || !test(buffer.data() + idx * sb + offset, lo, hi)) continue;
               const int64_t lin = (((p[2] - grid.origin[2]) / grid.spacing[2]) * grid.count[1] +
-                                   (p[1] - grid.origin[1]) / grid.spacing[1]) * grid.count[0] +
+                                   (p[1] - grid.origin[1]) / grid.spacing[1]) *
+                                      grid.count[0] +
                                   (p[0] - grid.origin[0]) / grid.spacing[0];
               hits[i].linear.push_back(lin);
               hits[i].values.insert(hits[i].values.end(), buffer.begin() + static_cast<std::ptrdiff_t>(idx * sb),
@@ -169,9 +187,11 @@ Status Dataset::query(const Box& box, int level, std::string_view field, int64_t
   result->points.reserve(all.size() * 3);
   result->values.reserve(all.size() * sb);
   for (const auto& [lin, v] : all) {
-    const int64_t x = lin % grid.count[0], y = (lin / grid.count[0]) % grid.count[1], z = lin / (grid.count[0] * grid.count[1]);
-    result->points.insert(result->points.end(), {grid.origin[0] + x * grid.spacing[0], grid.origin[1] + y * grid.spacing[1],
-                                                 grid.origin[2] + z * grid.spacing[2]});
+    const int64_t x = lin % grid.count[0], y = (lin / grid.count[0]) % grid.count[1],
+                  z = lin / (grid.count[0] * grid.count[1]);
+    result->points.insert(result->points.end(),
+                          {grid.origin[0] + x * grid.spacing[0], grid.origin[1] + y * grid.spacing[1],
+                           grid.origin[2] + z * grid.spacing[2]});
     result->values.insert(result->values.end(), v, v + sb);
   }
   return Status::ok();

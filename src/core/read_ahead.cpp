@@ -66,7 +66,8 @@ BlockLoader::BlockLoader(std::vector<Span> blocks, std::vector<uint32_t> first_u
   std::vector<std::vector<uint32_t>> sorted;
   for (size_t k : order) {
     sorted.push_back(std::move(files_[k]));
-    std::sort(sorted.back().begin(), sorted.back().end(), [&](uint32_t a, uint32_t b) { return blocks_[a].begin < blocks_[b].begin; });
+    std::sort(sorted.back().begin(), sorted.back().end(),
+              [&](uint32_t a, uint32_t b) { return blocks_[a].begin < blocks_[b].begin; });
   }
   files_ = std::move(sorted);
   try {
@@ -92,7 +93,8 @@ void BlockLoader::run() {
       // The next blocks of the file, adjacent on disk, up to kRequest.
       Span request = blocks_[file[from]];
       size_t to = from + 1;
-      while (to < file.size() && blocks_[file[to]].begin == request.end && blocks_[file[to]].end - request.begin <= kRequest)
+      while (to < file.size() && blocks_[file[to]].begin == request.end &&
+             blocks_[file[to]].end - request.begin <= kRequest)
         request.end = blocks_[file[to++]].end;
       Status s = request.file->load(request.begin, request.end - request.begin);
       std::lock_guard lock(mutex_);

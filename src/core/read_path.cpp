@@ -125,8 +125,10 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
   // A window starts from the output where samples no block provides must keep their values: samples of
   // levels below min_level, and those of missing blocks when defaults are not filled.
   core::WindowFill fill{core::WindowFill::Start::kBlocksOnly, fc.dtype, fc.default_value};
-  if (min_level > 0 || (plan.missing > 0 && !fill_default)) fill.start = core::WindowFill::Start::kOutput;
-  else if (plan.missing > 0) fill.start = core::WindowFill::Start::kDefault;
+  if (min_level > 0 || (plan.missing > 0 && !fill_default))
+    fill.start = core::WindowFill::Start::kOutput;
+  else if (plan.missing > 0)
+    fill.start = core::WindowFill::Start::kDefault;
   Status s = windows ? read_in_windows(plan, box, level, min_level, field, view, fill)
                      : read_block_by_block(plan, box, level, min_level, field, view, keep, fill_default);
   if (report) {
@@ -155,8 +157,9 @@ Status Dataset::Impl::read_in_windows(ReadPlan& plan, const Box& box, int level,
   for (size_t i = 0; i < plan.blocks.size(); ++i) {
     if (!plan.where[i]) continue;
     const core::BlockLocation& w = *plan.where[i];
-    placed.push_back(core::make_placed_block(runs_to_place(plan.blocks[i], format::layout_of(w.entry.flags), min_level, level),
-                                             w.file->map_readonly() + w.entry.offset));
+    placed.push_back(
+        core::make_placed_block(runs_to_place(plan.blocks[i], format::layout_of(w.entry.flags), min_level, level),
+                                w.file->map_readonly() + w.entry.offset));
     placed_spans.push_back({w.file.get(), w.entry.offset, w.entry.offset + w.entry.size});
   }
   plan.io.bytes_read += plan.needed_bytes;
@@ -169,7 +172,8 @@ Status Dataset::Impl::read_in_windows(ReadPlan& plan, const Box& box, int level,
   }
   // From the disk: windows wait for their blocks, loaded file by file as the windows need them.
   core::BlockLoader loader(std::move(placed_spans), windows.first_use);
-  core::assemble_windows(windows, placed, view, fill, pool_, [&](const std::vector<uint32_t>& b) { return loader.wait_for(b); });
+  core::assemble_windows(windows, placed, view, fill, pool_,
+                         [&](const std::vector<uint32_t>& b) { return loader.wait_for(b); });
   return loader.status();
 }
 

@@ -21,7 +21,9 @@ constexpr size_t kWindowBytes = size_t{1} << 20;
 int64_t window_count(const WindowPlan& t) { return t.count[0] * t.count[1] * t.count[2]; }
 
 // Window k's coordinates in the window grid.
-Point window_coords(const WindowPlan& t, int64_t k) { return {k % t.count[0], k / t.count[0] % t.count[1], k / t.count[0] / t.count[1]}; }
+Point window_coords(const WindowPlan& t, int64_t k) {
+  return {k % t.count[0], k / t.count[0] % t.count[1], k / t.count[0] / t.count[1]};
+}
 
 }  // namespace
 
@@ -39,8 +41,8 @@ PlacedBlock make_placed_block(std::vector<Run> runs, const std::byte* data) {
   return p;
 }
 
-WindowPlan plan_windows(const hzorder::HzSpace& space, int level, const std::vector<PlacedBlock>& placed, const Box& box,
-                    const SampleGrid& g, size_t sample_bytes) {
+WindowPlan plan_windows(const hzorder::HzSpace& space, int level, const std::vector<PlacedBlock>& placed,
+                        const Box& box, const SampleGrid& g, size_t sample_bytes) {
   WindowPlan t;
   t.extent = space.window_extent(level, std::bit_width(std::max<size_t>(1, kWindowBytes / sample_bytes)) - 1);
   for (int a = 0; a < kMaxDims; ++a) {
@@ -75,7 +77,8 @@ WindowPlan plan_windows(const hzorder::HzSpace& space, int level, const std::vec
   for (size_t k = 0; k < keyed.size(); ++k) {
     const Point c = window_coords(t, static_cast<int64_t>(k));
     Point last;
-    for (int a = 0; a < kMaxDims; ++a) last[a] = g.origin[a] + ((c[a] + 1) * t.extent[a] - t.offset[a] - 1) * g.spacing[a];
+    for (int a = 0; a < kMaxDims; ++a)
+      last[a] = g.origin[a] + ((c[a] + 1) * t.extent[a] - t.offset[a] - 1) * g.spacing[a];
     keyed[k] = {space.point_to_hz(last), static_cast<uint32_t>(k)};
   }
   std::sort(keyed.begin(), keyed.end());
@@ -88,8 +91,8 @@ WindowPlan plan_windows(const hzorder::HzSpace& space, int level, const std::vec
 }
 
 void assemble_windows(const WindowPlan& plan, const std::vector<PlacedBlock>& placed, const hzorder::ArrayView& view,
-                    const WindowFill& fill, util::ThreadPool& pool,
-                    const std::function<bool(const std::vector<uint32_t>&)>& ready) {
+                      const WindowFill& fill, util::ThreadPool& pool,
+                      const std::function<bool(const std::vector<uint32_t>&)>& ready) {
   const SampleGrid& g = view.grid;
   const size_t sb = view.sample_bytes;
   pool.parallel_for(plan.order.size(), [&](size_t n) {
@@ -110,7 +113,8 @@ void assemble_windows(const WindowPlan& plan, const std::vector<PlacedBlock>& pl
     const size_t samples = static_cast<size_t>(window.grid.sample_count());
     buffer.resize(samples * sb);
     window.data = buffer.data();
-    const size_t row_bytes = static_cast<size_t>(window.grid.count[0]) * sb, out_row = static_cast<size_t>(g.count[0]) * sb;
+    const size_t row_bytes = static_cast<size_t>(window.grid.count[0]) * sb,
+                 out_row = static_cast<size_t>(g.count[0]) * sb;
     const auto out_at = [&](int64_t z, int64_t y) {
       return view.data + static_cast<size_t>(((first[2] + z) * g.count[1] + first[1] + y) * g.count[0] + first[0]) * sb;
     };
@@ -118,7 +122,8 @@ void assemble_windows(const WindowPlan& plan, const std::vector<PlacedBlock>& pl
     if (fill.start == WindowFill::Start::kOutput)
       for (int64_t z = 0; z < window.grid.count[2]; ++z)
         for (int64_t y = 0; y < window.grid.count[1]; ++y)
-          std::memcpy(window.data + static_cast<size_t>(z * window.grid.count[1] + y) * row_bytes, out_at(z, y), row_bytes);
+          std::memcpy(window.data + static_cast<size_t>(z * window.grid.count[1] + y) * row_bytes, out_at(z, y),
+                      row_bytes);
     for (uint32_t i : plan.blocks[k]) {
       std::byte* data = const_cast<std::byte*>(placed[i].data);
       for (const Run& r : placed[i].runs)
@@ -126,8 +131,9 @@ void assemble_windows(const WindowPlan& plan, const std::vector<PlacedBlock>& pl
           hzorder::copy_run(r, clip, data, window, hzorder::Direction::kBlockToArray);
     }
     for (int64_t z = 0; z < window.grid.count[2]; ++z) {
-      hzorder::copy_rows_streaming(out_at(z, 0), out_row, window.data + static_cast<size_t>(z * window.grid.count[1]) * row_bytes,
-                                   row_bytes, window.grid.count[1]);
+      hzorder::copy_rows_streaming(out_at(z, 0), out_row,
+                                   window.data + static_cast<size_t>(z * window.grid.count[1]) * row_bytes, row_bytes,
+                                   window.grid.count[1]);
     }
   });
 }

@@ -52,8 +52,8 @@ struct WindowPlan {
 
 // Local. The windows of `grid` (the grid of `box` at `level`, samples of `sample_bytes`) and the blocks
 // of `placed` whose bounds meet each.
-WindowPlan plan_windows(const hzorder::HzSpace& space, int level, const std::vector<PlacedBlock>& placed, const Box& box,
-                    const SampleGrid& grid, size_t sample_bytes);
+WindowPlan plan_windows(const hzorder::HzSpace& space, int level, const std::vector<PlacedBlock>& placed,
+                        const Box& box, const SampleGrid& grid, size_t sample_bytes);
 
 // Local; runs on `pool`. Fills `view` (the grid of the plan) with the samples of `placed`, whose data
 // must stay valid meanwhile. Each window is assembled in a per-thread buffer: every block part inside
@@ -63,7 +63,7 @@ WindowPlan plan_windows(const hzorder::HzSpace& space, int level, const std::vec
 // from a block of `placed`. With `ready`, each window first calls ready(its block list) and is skipped if that
 // returns false (the blocks could not be loaded; the caller reports the error).
 void assemble_windows(const WindowPlan& plan, const std::vector<PlacedBlock>& placed, const hzorder::ArrayView& view,
-                    const WindowFill& fill, util::ThreadPool& pool,
-                    const std::function<bool(const std::vector<uint32_t>&)>& ready = {});
+                      const WindowFill& fill, util::ThreadPool& pool,
+                      const std::function<bool(const std::vector<uint32_t>&)>& ready = {});
 
 }  // namespace hzio::core

@@ -25,8 +25,8 @@ int64_t samples_in(const hzorder::HzSpace& space, uint64_t block, const Box& box
   return n;
 }
 
-void copy_into_block(const hzorder::HzSpace& space, uint64_t block, Layout layout, const Box& box,
-                     const ArrayView& src, std::byte* buffer) {
+void copy_into_block(const hzorder::HzSpace& space, uint64_t block, Layout layout, const Box& box, const ArrayView& src,
+                     std::byte* buffer) {
   for (const Run& r : space.block_runs(block, layout)) hzorder::copy_run(r, box, buffer, src, Direction::kArrayToBlock);
 }
 
@@ -58,7 +58,8 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
     std::vector<uint64_t> partial;
     for (size_t i = start; i < std::min(start + batch, blocks.size()); ++i) {
       const uint64_t b = blocks[i];
-      if (dirty_.count(std::make_tuple(field, time, b)) || samples_in(*space_, b, box) < samples_in(*space_, b, idx_.box)) {
+      if (dirty_.count(std::make_tuple(field, time, b)) ||
+          samples_in(*space_, b, box) < samples_in(*space_, b, idx_.box)) {
         partial.push_back(b);
         continue;
       }

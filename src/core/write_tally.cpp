@@ -4,8 +4,10 @@
 namespace hzio::core {
 
 WriteTally::WriteTally(int max_level)
-    : level_hz_(static_cast<size_t>(max_level) + 1), level_write_(level_hz_.size()),
-      level_blocks_(level_hz_.size()), level_bytes_(level_hz_.size()) {}
+    : level_hz_(static_cast<size_t>(max_level) + 1),
+      level_write_(level_hz_.size()),
+      level_blocks_(level_hz_.size()),
+      level_bytes_(level_hz_.size()) {}
 
 void WriteTally::add_hz(int level, double seconds) {
   phases.hz += seconds;

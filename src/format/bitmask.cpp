@@ -23,8 +23,8 @@ Result<Bitmask> Bitmask::parse(std::string_view text) {
   for (int k = 1; k <= b.max_level_; ++k) {
     char c = text[k];
     if (c < '0' || c >= '0' + kMaxDims) {
-      return format_error("bitmask '" + std::string(text) + "': '" + std::string(1, c) +
-                          "' is not an axis digit 0.." + std::to_string(kMaxDims - 1));
+      return format_error("bitmask '" + std::string(text) + "': '" + std::string(1, c) + "' is not an axis digit 0.." +
+                          std::to_string(kMaxDims - 1));
     }
     int axis = c - '0';
     b.axis_[k] = static_cast<int8_t>(axis);
@@ -63,10 +63,9 @@ Bitmask Bitmask::default_for(const Point& dims, int ndim) {
 Status Bitmask::check_covers(const Point& dims) const {
   for (int a = 0; a < kMaxDims; ++a) {
     if (dims[a] > pow2_[a]) {
-      return format_error("bitmask " + text_ + " covers " + std::to_string(pow2_[0]) + "x" +
-                          std::to_string(pow2_[1]) + "x" + std::to_string(pow2_[2]) +
-                          " samples but the box needs " + std::to_string(dims[0]) + "x" +
-                          std::to_string(dims[1]) + "x" + std::to_string(dims[2]) + " (x first)");
+      return format_error("bitmask " + text_ + " covers " + std::to_string(pow2_[0]) + "x" + std::to_string(pow2_[1]) +
+                          "x" + std::to_string(pow2_[2]) + " samples but the box needs " + std::to_string(dims[0]) +
+                          "x" + std::to_string(dims[1]) + "x" + std::to_string(dims[2]) + " (x first)");
     }
   }
   return Status::ok();

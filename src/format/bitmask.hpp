@@ -31,8 +31,8 @@ class Bitmask {
   static Bitmask default_for(const Point& dims, int ndim);
 
   const std::string& text() const { return text_; }
-  int max_level() const { return max_level_; }          // maxh = number of digits
-  int pdim() const { return pdim_; }                    // largest digit + 1
+  int max_level() const { return max_level_; }                 // maxh = number of digits
+  int pdim() const { return pdim_; }                           // largest digit + 1
   int axis_at(int position) const { return axis_[position]; }  // digit at 1..maxh
   // The power-of-two extent of each axis: 2^(number of digits naming it); 1 for absent axes.
   const Point& pow2_dims() const { return pow2_; }

@@ -36,7 +36,8 @@ struct BlockEntry {
 
 // Local. Bytes of the header region for a file with this many fields and blocks per file.
 inline uint64_t header_table_bytes(int field_count, int64_t blocks_per_file) {
-  return kFileHeaderBytes + kBlockEntryBytes * static_cast<uint64_t>(field_count) * static_cast<uint64_t>(blocks_per_file);
+  return kFileHeaderBytes +
+         kBlockEntryBytes * static_cast<uint64_t>(field_count) * static_cast<uint64_t>(blocks_per_file);
 }
 
 // Local. Decodes the table (entry index = field * blocks_per_file + slot). Every present entry must lie

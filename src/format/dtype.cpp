@@ -14,9 +14,9 @@ struct ScalarName {
 };
 
 constexpr ScalarName kScalars[] = {
-    {"int8", Scalar::kInt8, 1},       {"uint8", Scalar::kUint8, 1},     {"int16", Scalar::kInt16, 2},
-    {"uint16", Scalar::kUint16, 2},   {"int32", Scalar::kInt32, 4},     {"uint32", Scalar::kUint32, 4},
-    {"int64", Scalar::kInt64, 8},     {"uint64", Scalar::kUint64, 8},   {"float32", Scalar::kFloat32, 4},
+    {"int8", Scalar::kInt8, 1},       {"uint8", Scalar::kUint8, 1},   {"int16", Scalar::kInt16, 2},
+    {"uint16", Scalar::kUint16, 2},   {"int32", Scalar::kInt32, 4},   {"uint32", Scalar::kUint32, 4},
+    {"int64", Scalar::kInt64, 8},     {"uint64", Scalar::kUint64, 8}, {"float32", Scalar::kFloat32, 4},
     {"float64", Scalar::kFloat64, 8},
 };
 
@@ -59,8 +59,7 @@ Result<DType> DType::parse(std::string_view text) {
     }
     base = t.substr(star + 1);
   } else if (auto br = t.find('['); br != std::string::npos) {
-    if (t.back() != ']' ||
-        !parse_count(std::string_view(t).substr(br + 1, t.size() - br - 2), components)) {
+    if (t.back() != ']' || !parse_count(std::string_view(t).substr(br + 1, t.size() - br - 2), components)) {
       return format_error("bad component count in dtype '" + std::string(text) + "'");
     }
     base = t.substr(0, br);

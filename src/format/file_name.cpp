@@ -86,8 +86,8 @@ Result<std::string> format_time(const std::string& tmpl, int64_t time) {
   std::string digits = std::to_string(time < 0 ? -time : time);
   std::string sign = time < 0 ? "-" : "";
   int pad = width - static_cast<int>(digits.size() + sign.size());
-  std::string body = pad > 0 ? (zero ? sign + std::string(pad, '0') + digits : std::string(pad, ' ') + sign + digits)
-                             : sign + digits;
+  std::string body =
+      pad > 0 ? (zero ? sign + std::string(pad, '0') + digits : std::string(pad, ' ') + sign + digits) : sign + digits;
   return tmpl.substr(0, pct) + body + tmpl.substr(i + 1);
 }
 
@@ -131,7 +131,8 @@ namespace {
 Result<std::string> marked_name(const IdxFile& idx, const std::string& idx_dir, std::vector<TemplateField>& fields) {
   const std::string& t = idx.filename_template;
   for (const std::string* text : {&t, &idx.time.template_text, &idx_dir}) {
-    if (text->find_first_of("\x01\x02\x03") != std::string::npos) return format_error("a file name template has control characters");
+    if (text->find_first_of("\x01\x02\x03") != std::string::npos)
+      return format_error("a file name template has control characters");
   }
   std::string time_part;
   if (idx.time.declared && !idx.time.template_text.empty()) {
@@ -166,10 +167,14 @@ Result<DataFileNames> DataFileNames::of(const IdxFile& idx, const std::string& i
   out.root_ = root_end == std::string::npos || root_end == 0 ? "/" : name.substr(0, root_end);
   std::string pattern;
   for (size_t i = 0; i < name.size(); ++i) {
-    if (name[i] == '\x01') pattern += "[ ]*-?[0-9]+";
-    else if (name[i] == '\x02') pattern += "[0-9a-f]{" + std::string(1, name[++i]) + "}";
-    else if (name[i] == '\x03') pattern += "(?:[0-9a-f]{" + std::to_string(fields[0].digits) + "}/){0," + std::to_string(extra) + "}";
-    else pattern += regex_escape(std::string_view(&name[i], 1));
+    if (name[i] == '\x01')
+      pattern += "[ ]*-?[0-9]+";
+    else if (name[i] == '\x02')
+      pattern += "[0-9a-f]{" + std::string(1, name[++i]) + "}";
+    else if (name[i] == '\x03')
+      pattern += "(?:[0-9a-f]{" + std::to_string(fields[0].digits) + "}/){0," + std::to_string(extra) + "}";
+    else
+      pattern += regex_escape(std::string_view(&name[i], 1));
     if (i > root_end && name[i] == '/') ++out.depth_;
   }
   out.depth_ += extra;

@@ -62,10 +62,21 @@ Result<IdxFile> IdxFile::parse(std::string_view text, std::string_view idx_name)
   IdxFile f;
   for (auto& [key, value] : split_keys(text)) {
     if (key.empty()) return format_error(where + "text before the first (key): '" + value.substr(0, 40) + "'");
-    static const char* kKnown[] = {"(version)", "(bits)", "(box)", "(fields)", "(bitsperblock)",
-                                   "(blocksperfile)", "(interleave block)", "(interleave)",
-                                   "(filename_template)", "(time)", "(physic_box)", "(logic_to_physic)",
-                                   "(axis)", "(missing_blocks)", "(arco)"};
+    static const char* kKnown[] = {"(version)",
+                                   "(bits)",
+                                   "(box)",
+                                   "(fields)",
+                                   "(bitsperblock)",
+                                   "(blocksperfile)",
+                                   "(interleave block)",
+                                   "(interleave)",
+                                   "(filename_template)",
+                                   "(time)",
+                                   "(physic_box)",
+                                   "(logic_to_physic)",
+                                   "(axis)",
+                                   "(missing_blocks)",
+                                   "(arco)"};
     if (std::find(std::begin(kKnown), std::end(kKnown), key) != std::end(kKnown)) {
       kv[key == "(interleave)" ? "(interleave block)" : key] = value;
     } else {
@@ -117,7 +128,8 @@ Result<IdxFile> IdxFile::parse(std::string_view text, std::string_view idx_name)
   HZIO_RETURN_IF_ERROR(read_int("(missing_blocks)", missing));
   HZIO_RETURN_IF_ERROR(read_int("(arco)", arco));
   if (arco > 0) return unsupported(where + "ARCO datasets ((arco) > 0) are not supported");
-  if (bpb < 0 || bpb > kMaxLevels) return format_error(where + "(bitsperblock) " + std::to_string(bpb) + " out of range");
+  if (bpb < 0 || bpb > kMaxLevels)
+    return format_error(where + "(bitsperblock) " + std::to_string(bpb) + " out of range");
   f.bits_per_block = static_cast<int>(bpb);
   f.blocks_per_file = bpf;
   f.missing_blocks = static_cast<int>(missing);
@@ -146,7 +158,8 @@ Status IdxFile::validate(std::string_view idx_name) {
   const int maxh = bitmask.max_level();
   if (bits_per_block <= 0) bits_per_block = std::min(maxh, 16);
   bits_per_block = std::min(bits_per_block, maxh);
-  if (filename_template.empty()) filename_template = default_filename_template(default_data_folder(idx_name), maxh - bits_per_block);
+  if (filename_template.empty())
+    filename_template = default_filename_template(default_data_folder(idx_name), maxh - bits_per_block);
   if (blocks_per_file == -1) blocks_per_file = total_blocks();
   if (blocks_per_file == 0) {
     if (filename_template.find('%') == std::string::npos) {
@@ -154,7 +167,8 @@ Status IdxFile::validate(std::string_view idx_name) {
     } else {
       int64_t block_bytes = 0;
       for (const auto& fd : fields) block_bytes += samples_per_block() * static_cast<int64_t>(fd.dtype.bytes());
-      blocks_per_file = std::clamp<int64_t>((int64_t{128} << 20) / std::max<int64_t>(block_bytes, 1), 1, total_blocks());
+      blocks_per_file =
+          std::clamp<int64_t>((int64_t{128} << 20) / std::max<int64_t>(block_bytes, 1), 1, total_blocks());
     }
   }
   if (blocks_per_file < 1 || blocks_per_file > (int64_t{1} << 40)) {
@@ -169,7 +183,8 @@ Status IdxFile::validate(std::string_view idx_name) {
     return format_error(where + "a file name template is longer than 4096 characters");
   }
   // A template that names no file cannot serve any read: refused here, not at the first block.
-  if (auto name = data_file_path(*this, "/", 0, time.declared && !time.any && !time.ranges.empty() ? time.ranges[0][0] : 0);
+  if (auto name =
+          data_file_path(*this, "/", 0, time.declared && !time.any && !time.ranges.empty() ? time.ranges[0][0] : 0);
       !name.is_ok()) {
     return format_error(where + name.status().message());
   }
@@ -181,16 +196,26 @@ namespace {
 // The values a scalar can take, as [lo, hi) in doubles; floats are closed at both ends.
 std::pair<double, double> scalar_range(Scalar scalar) {
   switch (scalar) {
-    case Scalar::kInt8: return {-128, 128};
-    case Scalar::kUint8: return {0, 256};
-    case Scalar::kInt16: return {-32768, 32768};
-    case Scalar::kUint16: return {0, 65536};
-    case Scalar::kInt32: return {-2147483648.0, 2147483648.0};
-    case Scalar::kUint32: return {0, 4294967296.0};
-    case Scalar::kInt64: return {-9223372036854775808.0, 9223372036854775808.0};
-    case Scalar::kUint64: return {0, 18446744073709551616.0};
-    case Scalar::kFloat32: return {-std::numeric_limits<float>::max(), std::numeric_limits<float>::max()};
-    case Scalar::kFloat64: break;
+    case Scalar::kInt8:
+      return {-128, 128};
+    case Scalar::kUint8:
+      return {0, 256};
+    case Scalar::kInt16:
+      return {-32768, 32768};
+    case Scalar::kUint16:
+      return {0, 65536};
+    case Scalar::kInt32:
+      return {-2147483648.0, 2147483648.0};
+    case Scalar::kUint32:
+      return {0, 4294967296.0};
+    case Scalar::kInt64:
+      return {-9223372036854775808.0, 9223372036854775808.0};
+    case Scalar::kUint64:
+      return {0, 18446744073709551616.0};
+    case Scalar::kFloat32:
+      return {-std::numeric_limits<float>::max(), std::numeric_limits<float>::max()};
+    case Scalar::kFloat64:
+      break;
   }
   return {-std::numeric_limits<double>::max(), std::numeric_limits<double>::max()};
 }
@@ -227,7 +252,8 @@ namespace {
 
 // The first key or field on which two parsed .idx files differ, or "".
 std::string first_difference(const IdxFile& a, const IdxFile& b) {
-  if (a.fields.size() != b.fields.size()) return "(fields): " + std::to_string(a.fields.size()) + " fields read back as " + std::to_string(b.fields.size());
+  if (a.fields.size() != b.fields.size())
+    return "(fields): " + std::to_string(a.fields.size()) + " fields read back as " + std::to_string(b.fields.size());
   for (size_t i = 0; i < a.fields.size(); ++i) {
     const FieldDesc &x = a.fields[i], &y = b.fields[i];
     if (x.name != y.name || !(x.dtype == y.dtype) || x.compression != y.compression || x.layout != y.layout ||
@@ -267,8 +293,9 @@ Status IdxFile::check_writes_back(std::string_view idx_name) const {
   auto back = parse(to_text(), "");
   const std::string what = back.is_ok() ? first_difference(*this, back.value()) : back.status().message();
   if (what.empty()) return Status::ok();
-  return unsupported(where + "hzio cannot write this .idx back faithfully (" +
-                     (back.is_ok() ? what + " would not read back the same" : "the text would not parse again: " + what) + ")");
+  return unsupported(
+      where + "hzio cannot write this .idx back faithfully (" +
+      (back.is_ok() ? what + " would not read back the same" : "the text would not parse again: " + what) + ")");
 }
 
 std::string IdxFile::to_text() const {

@@ -20,10 +20,10 @@ namespace hzio::format {
 struct FieldDesc {
   std::string name;
   DType dtype;
-  std::string compression;  // default_compression(...) spec; "" = raw
+  std::string compression;            // default_compression(...) spec; "" = raw
   Layout layout = Layout::kRowMajor;  // layout of newly written blocks; reads trust block flags
   double default_value = 0;
-  std::string filter;       // "" or "identity"; anything else is rejected when read
+  std::string filter;  // "" or "identity"; anything else is rejected when read
   std::string min_text = "0";
   std::string max_text = "0";
   std::string description;
@@ -34,7 +34,7 @@ struct TimeSpec {
   std::string template_text;  // e.g. "time_%04d/"; empty = no time component in file names
   bool any = false;           // "* * template": timesteps not known in advance
   std::vector<std::array<int64_t, 3>> ranges;
-  bool declared = false;      // the key was present
+  bool declared = false;  // the key was present
 
   bool contains(int64_t t) const;
   std::vector<int64_t> list() const;  // every timestep, ascending (empty when any)
@@ -45,10 +45,10 @@ struct TimeSpec {
 struct IdxFile {
   int version = 6;
   Bitmask bitmask;
-  Box box;                   // logical box, exclusive upper bounds, x first
-  int ndim = 0;              // = bitmask.pdim()
+  Box box;       // logical box, exclusive upper bounds, x first
+  int ndim = 0;  // = bitmask.pdim()
   std::vector<FieldDesc> fields;
-  int bits_per_block = 0;    // 0 until validate()
+  int bits_per_block = 0;  // 0 until validate()
   int64_t blocks_per_file = 0;
   int64_t interleave = 0;
   std::string filename_template;

@@ -88,8 +88,11 @@ TEST(IdxFile, AcceptsPidxFilesAndKeepsTheirExtraKeys) {
 }
 
 TEST(IdxFile, FillsOpenVisusDefaultsForAMinimalFile) {
-  IdxFile f = IdxFile::parse("(version)\n6\n(box)\n0 99 0 49 0 9\n(fields)\nfoo float64 + bar 3*uint8 compressed\n"
-                             "(bits)\nV01201201201201010\n", "/data/min.idx").value();
+  IdxFile f = IdxFile::parse(
+                  "(version)\n6\n(box)\n0 99 0 49 0 9\n(fields)\nfoo float64 + bar 3*uint8 compressed\n"
+                  "(bits)\nV01201201201201010\n",
+                  "/data/min.idx")
+                  .value();
   EXPECT_EQ(f.bits_per_block, 16);
   EXPECT_EQ(f.filename_template, "./min/%04x.bin");
   EXPECT_EQ(f.fields[1].compression, "zip");
@@ -132,7 +135,9 @@ TEST(IdxFile, RefusesToWriteBackWhatWouldNotReadTheSame) {
   EXPECT_NE(s.message().find("(fields)"), std::string::npos) << s.to_string();
   // Balanced options and odd but faithful names are written back.
   EXPECT_TRUE(IdxFile::parse(head + "a) float32 description(x (y)) + b int16 min(-1) max(2.5)\n", "o.idx")
-                  .value().check_writes_back("o.idx").is_ok());
+                  .value()
+                  .check_writes_back("o.idx")
+                  .is_ok());
   for (const char* name : {"o.idx", "o.IDX", "o"}) {
     EXPECT_TRUE(IdxFile::parse(head + "a float32\n", name).value().check_writes_back(name).is_ok()) << name;
   }
@@ -156,7 +161,8 @@ TEST(IdxFile, DefaultValuesMustFitTheirDtype) {
   EXPECT_FALSE(holds_value({Scalar::kFloat64, 1}, std::numeric_limits<double>::infinity(), false));
   EXPECT_TRUE(holds_value({Scalar::kInt64, 1}, -9223372036854775808.0, true));
   EXPECT_FALSE(holds_value({Scalar::kInt64, 1}, 9223372036854775808.0, true));
-  auto wide = IdxFile::parse("(version)\n6\n(box)\n0 3 0 3\n(fields)\na uint8 default_value(300)\n(bits)\nV0101\n", "w.idx");
+  auto wide =
+      IdxFile::parse("(version)\n6\n(box)\n0 3 0 3\n(fields)\na uint8 default_value(300)\n(bits)\nV0101\n", "w.idx");
   ASSERT_TRUE(wide.is_ok()) << wide.status().to_string();  // read-only opens take it (reads clamp it)
   const Status write = wide->check_writes_back("w.idx");
   EXPECT_EQ(write.code(), ErrorCode::kUnsupported);
@@ -164,7 +170,8 @@ TEST(IdxFile, DefaultValuesMustFitTheirDtype) {
 }
 
 TEST(IdxFile, StatsGrainKeyReadsAsDocumentedAndWritesBack) {
-  const std::string head = "(version)\n6\n(box)\n0 15 0 15\n(fields)\na float32\n(bits)\nV01010101\n(bitsperblock)\n6\n";
+  const std::string head =
+      "(version)\n6\n(box)\n0 15 0 15\n(fields)\na float32\n(bits)\nV01010101\n(bitsperblock)\n6\n";
   EXPECT_FALSE(stats_grain(IdxFile::parse(head, "a.idx").value()).has_value());
   for (const auto& [value, grain] : std::vector<std::pair<std::string, int>>{
            {"v1 sub_block_bits=3", 3}, {"v2 sub_block_bits=99 more", 6}, {"v1 sub_block_bits=-2", 0}, {"v1", 0}}) {

@@ -94,14 +94,21 @@ Result<FieldDesc> parse_field(std::string_view text) {
   HZIO_ASSIGN_OR_RETURN(f.dtype, DType::parse(tokens[1]));
   size_t dtype_at = text.find(tokens[1], text.find(tokens[0]) + tokens[0].size());
   std::string rest(text.substr(dtype_at + tokens[1].size()));
-  if (auto v = option_value(rest, "default_compression")) f.compression = *v;
-  else if (auto v2 = option_value(rest, "compression")) f.compression = *v2;
-  else if (auto v3 = option_value(rest, "compressed")) f.compression = *v3;
-  else if (has_word(rest, "compressed")) f.compression = "zip";
+  if (auto v = option_value(rest, "default_compression"))
+    f.compression = *v;
+  else if (auto v2 = option_value(rest, "compression"))
+    f.compression = *v2;
+  else if (auto v3 = option_value(rest, "compressed"))
+    f.compression = *v3;
+  else if (has_word(rest, "compressed"))
+    f.compression = "zip";
   std::string layout;
-  if (auto v = option_value(rest, "default_layout")) layout = *v;
-  else if (auto v2 = option_value(rest, "layout")) layout = *v2;
-  else if (auto v3 = option_value(rest, "format")) layout = *v3;
+  if (auto v = option_value(rest, "default_layout"))
+    layout = *v;
+  else if (auto v2 = option_value(rest, "layout"))
+    layout = *v2;
+  else if (auto v3 = option_value(rest, "format"))
+    layout = *v3;
   f.layout = (layout == "0" || layout.find("hz") != std::string::npos) ? Layout::kHzOrder : Layout::kRowMajor;
   if (auto v = option_value(rest, "default_value")) {
     if (!parse_double(*v, f.default_value)) {
@@ -241,8 +248,10 @@ void TimeSpec::set(std::vector<int64_t> steps) {
   steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
   ranges.clear();
   for (int64_t s : steps) {
-    if (!ranges.empty() && ranges.back()[1] + 1 == s) ranges.back()[1] = s;
-    else ranges.push_back({s, s, 1});
+    if (!ranges.empty() && ranges.back()[1] + 1 == s)
+      ranges.back()[1] = s;
+    else
+      ranges.push_back({s, s, 1});
   }
   any = false;
   declared = true;

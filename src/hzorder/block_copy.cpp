@@ -11,9 +11,9 @@ namespace hzio::hzorder {
 namespace {
 
 struct Plan {
-  Point lo, hi;           // run index range inside the clip
-  Point array_start;      // array index of run index lo
-  Point array_step;       // array index step per run index step
+  Point lo, hi;       // run index range inside the clip
+  Point array_start;  // array index of run index lo
+  Point array_step;   // array index step per run index step
   const uint32_t* lut[kMaxDims];
   uint64_t first;
 };
@@ -34,8 +34,10 @@ void copy_fixed(const Plan& p, std::byte* block, const ArrayView& a) {
       for (int64_t x = 0; x < nx; ++x) {
         std::byte* bs = brow + static_cast<size_t>(lx[x]) * S;
         std::byte* as = arow + static_cast<size_t>(x * sx) * S;
-        if constexpr (D == Direction::kArrayToBlock) std::memcpy(bs, as, S);
-        else std::memcpy(as, bs, S);
+        if constexpr (D == Direction::kArrayToBlock)
+          std::memcpy(bs, as, S);
+        else
+          std::memcpy(as, bs, S);
       }
     }
   }
@@ -54,15 +56,19 @@ void copy_any(const Plan& p, std::byte* block, const ArrayView& a, size_t s, boo
       std::byte* brow = block + static_cast<size_t>(p.first + p.lut[2][z] + p.lut[1][y]) * s;
       if (rows_contiguous) {
         std::byte* bs = brow + static_cast<size_t>(p.lut[0][p.lo[0]]) * s;
-        if constexpr (D == Direction::kArrayToBlock) std::memcpy(bs, arow, static_cast<size_t>(nx) * s);
-        else std::memcpy(arow, bs, static_cast<size_t>(nx) * s);
+        if constexpr (D == Direction::kArrayToBlock)
+          std::memcpy(bs, arow, static_cast<size_t>(nx) * s);
+        else
+          std::memcpy(arow, bs, static_cast<size_t>(nx) * s);
         continue;
       }
       for (int64_t x = 0; x < nx; ++x) {
         std::byte* bs = brow + static_cast<size_t>(p.lut[0][p.lo[0] + x]) * s;
         std::byte* as = arow + static_cast<size_t>(x * p.array_step[0]) * s;
-        if constexpr (D == Direction::kArrayToBlock) std::memcpy(bs, as, s);
-        else std::memcpy(as, bs, s);
+        if constexpr (D == Direction::kArrayToBlock)
+          std::memcpy(bs, as, s);
+        else
+          std::memcpy(as, bs, s);
       }
     }
   }
@@ -90,7 +96,8 @@ void copy_hz_walk(const Run& run, const Plan& p, int nbits, std::byte* block, co
   }
   const int64_t lo_n = int64_t{1} << lo_bits;
   const int64_t hi_n = int64_t{1} << (nbits - lo_bits);
-  std::byte* base = a.data + (p.array_start[2] * plane + p.array_start[1] * row + p.array_start[0]) * static_cast<int64_t>(S);
+  std::byte* base =
+      a.data + (p.array_start[2] * plane + p.array_start[1] * row + p.array_start[0]) * static_cast<int64_t>(S);
   std::byte* b = block + (p.first + p.lut[0][p.lo[0]] + p.lut[1][p.lo[1]] + p.lut[2][p.lo[2]]) * S;
   // When x is one of the two lowest index bits and adjacent in the array, every 4 block samples are
   // 2 neighbours in x from each of 2 rows: a shuffle and two 2-sample moves (x second, the other axis
@@ -104,7 +111,8 @@ void copy_hz_walk(const Run& run, const Plan& p, int nbits, std::byte* block, co
   for (int64_t h = 0; h < hi_n; ++h) {
     if (h) {  // the high-bit offset, summed over the set bits of h (a few adds per 64 samples)
       hi_off = 0;
-      for (int64_t v = h; v; v &= v - 1) hi_off += weight(lo_bits + __builtin_ctzll(static_cast<unsigned long long>(v)));
+      for (int64_t v = h; v; v &= v - 1)
+        hi_off += weight(lo_bits + __builtin_ctzll(static_cast<unsigned long long>(v)));
     }
     std::byte* arr = base + hi_off;
     if (x_second) {
@@ -145,8 +153,10 @@ void copy_hz_walk(const Run& run, const Plan& p, int nbits, std::byte* block, co
       }
     } else {
       for (int64_t i = 0; i < lo_n; ++i, b += S) {
-        if constexpr (D == Direction::kArrayToBlock) std::memcpy(b, arr + lo_off[i], S);
-        else std::memcpy(arr + lo_off[i], b, S);
+        if constexpr (D == Direction::kArrayToBlock)
+          std::memcpy(b, arr + lo_off[i], S);
+        else
+          std::memcpy(arr + lo_off[i], b, S);
       }
     }
   }
@@ -155,13 +165,26 @@ void copy_hz_walk(const Run& run, const Plan& p, int nbits, std::byte* block, co
 template <Direction D>
 bool dispatch_walk(const Run& run, const Plan& p, int nbits, std::byte* block, const ArrayView& a) {
   switch (a.sample_bytes) {
-    case 1: copy_hz_walk<1, D>(run, p, nbits, block, a); return true;
-    case 2: copy_hz_walk<2, D>(run, p, nbits, block, a); return true;
-    case 4: copy_hz_walk<4, D>(run, p, nbits, block, a); return true;
-    case 8: copy_hz_walk<8, D>(run, p, nbits, block, a); return true;
-    case 12: copy_hz_walk<12, D>(run, p, nbits, block, a); return true;
-    case 16: copy_hz_walk<16, D>(run, p, nbits, block, a); return true;
-    default: return false;
+    case 1:
+      copy_hz_walk<1, D>(run, p, nbits, block, a);
+      return true;
+    case 2:
+      copy_hz_walk<2, D>(run, p, nbits, block, a);
+      return true;
+    case 4:
+      copy_hz_walk<4, D>(run, p, nbits, block, a);
+      return true;
+    case 8:
+      copy_hz_walk<8, D>(run, p, nbits, block, a);
+      return true;
+    case 12:
+      copy_hz_walk<12, D>(run, p, nbits, block, a);
+      return true;
+    case 16:
+      copy_hz_walk<16, D>(run, p, nbits, block, a);
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -190,13 +213,20 @@ template <Direction D>
 void dispatch(const Plan& p, std::byte* block, const ArrayView& a, bool rows_contiguous) {
   if (rows_contiguous) return copy_any<D>(p, block, a, a.sample_bytes, true);
   switch (a.sample_bytes) {
-    case 1: return copy_fixed<1, D>(p, block, a);
-    case 2: return copy_fixed<2, D>(p, block, a);
-    case 4: return copy_fixed<4, D>(p, block, a);
-    case 8: return copy_fixed<8, D>(p, block, a);
-    case 12: return copy_fixed<12, D>(p, block, a);
-    case 16: return copy_fixed<16, D>(p, block, a);
-    default: return copy_any<D>(p, block, a, a.sample_bytes, false);
+    case 1:
+      return copy_fixed<1, D>(p, block, a);
+    case 2:
+      return copy_fixed<2, D>(p, block, a);
+    case 4:
+      return copy_fixed<4, D>(p, block, a);
+    case 8:
+      return copy_fixed<8, D>(p, block, a);
+    case 12:
+      return copy_fixed<12, D>(p, block, a);
+    case 16:
+      return copy_fixed<16, D>(p, block, a);
+    default:
+      return copy_any<D>(p, block, a, a.sample_bytes, false);
   }
 }
 
@@ -230,8 +260,10 @@ int64_t copy_run(const Run& run, const Box& clip, std::byte* block, const ArrayV
     if (nbits >= 0 && dispatch_walk<Direction::kArrayToBlock>(run, p, nbits, block, array)) return sample_count(p);
   }
   const bool rows_contiguous = run.luts->x_is_identity && p.array_step[0] == 1;
-  if (direction == Direction::kArrayToBlock) dispatch<Direction::kArrayToBlock>(p, block, array, rows_contiguous);
-  else dispatch<Direction::kBlockToArray>(p, block, array, rows_contiguous);
+  if (direction == Direction::kArrayToBlock)
+    dispatch<Direction::kArrayToBlock>(p, block, array, rows_contiguous);
+  else
+    dispatch<Direction::kBlockToArray>(p, block, array, rows_contiguous);
   return sample_count(p);
 }
 
@@ -241,8 +273,9 @@ int64_t copy_run_in_block_order(const Run& run, const Box& clip, std::byte* bloc
   if (!make_plan(run, clip, array, p)) return 0;
   const int nbits = aligned_part_bits(run, p);
   if (nbits < 0) return -1;
-  const bool done = direction == Direction::kArrayToBlock ? dispatch_walk<Direction::kArrayToBlock>(run, p, nbits, block, array)
-                                                          : dispatch_walk<Direction::kBlockToArray>(run, p, nbits, block, array);
+  const bool done = direction == Direction::kArrayToBlock
+                        ? dispatch_walk<Direction::kArrayToBlock>(run, p, nbits, block, array)
+                        : dispatch_walk<Direction::kBlockToArray>(run, p, nbits, block, array);
   return done ? sample_count(p) : -1;
 }
 
@@ -278,16 +311,26 @@ void fill_samples(std::byte* out, size_t count, DType dtype, double value) {
     return;
   }
   switch (dtype.scalar) {
-    case Scalar::kInt8: return fill_as<int8_t>(out, n, value);
-    case Scalar::kUint8: return fill_as<uint8_t>(out, n, value);
-    case Scalar::kInt16: return fill_as<int16_t>(out, n, value);
-    case Scalar::kUint16: return fill_as<uint16_t>(out, n, value);
-    case Scalar::kInt32: return fill_as<int32_t>(out, n, value);
-    case Scalar::kUint32: return fill_as<uint32_t>(out, n, value);
-    case Scalar::kInt64: return fill_as<int64_t>(out, n, value);
-    case Scalar::kUint64: return fill_as<uint64_t>(out, n, value);
-    case Scalar::kFloat32: return fill_as<float>(out, n, value);
-    case Scalar::kFloat64: return fill_as<double>(out, n, value);
+    case Scalar::kInt8:
+      return fill_as<int8_t>(out, n, value);
+    case Scalar::kUint8:
+      return fill_as<uint8_t>(out, n, value);
+    case Scalar::kInt16:
+      return fill_as<int16_t>(out, n, value);
+    case Scalar::kUint16:
+      return fill_as<uint16_t>(out, n, value);
+    case Scalar::kInt32:
+      return fill_as<int32_t>(out, n, value);
+    case Scalar::kUint32:
+      return fill_as<uint32_t>(out, n, value);
+    case Scalar::kInt64:
+      return fill_as<int64_t>(out, n, value);
+    case Scalar::kUint64:
+      return fill_as<uint64_t>(out, n, value);
+    case Scalar::kFloat32:
+      return fill_as<float>(out, n, value);
+    case Scalar::kFloat64:
+      return fill_as<double>(out, n, value);
   }
 }
 

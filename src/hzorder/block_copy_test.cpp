@@ -59,7 +59,8 @@ void check_encoding(const char* bitmask, int bpb) {
 }
 
 TEST(BlockCopy, EncodingMatchesHzAddressingForEverySampleSizeAndBitOrder) {
-  for (const char* bitmask : {"V0120120120", "V2102102101", "V1201200012", "V0212010021", "V0011220120", "V2221110000", "V0101010101"}) {
+  for (const char* bitmask :
+       {"V0120120120", "V2102102101", "V1201200012", "V0212010021", "V0011220120", "V2221110000", "V0101010101"}) {
     check_encoding<uint8_t>(bitmask, 7);
     check_encoding<uint32_t>(bitmask, 7);
     check_encoding<uint64_t>(bitmask, 7);
@@ -123,8 +124,9 @@ void check_windows_in_block_order(const char* bitmask, int bpb) {
         for (int64_t ty = 0; ty < g.count[1]; ty += t[1])
           for (int64_t tx = 0; tx < g.count[0]; tx += t[0]) {
             SampleGrid tg{{tx * g.spacing[0], ty * g.spacing[1], tz * g.spacing[2]}, g.spacing, t};
-            const Box clip{tg.origin, {tg.origin[0] + (t[0] - 1) * g.spacing[0] + 1, tg.origin[1] + (t[1] - 1) * g.spacing[1] + 1,
-                                       tg.origin[2] + (t[2] - 1) * g.spacing[2] + 1}};
+            const Box clip{tg.origin,
+                           {tg.origin[0] + (t[0] - 1) * g.spacing[0] + 1, tg.origin[1] + (t[1] - 1) * g.spacing[1] + 1,
+                            tg.origin[2] + (t[2] - 1) * g.spacing[2] + 1}};
             std::vector<Sample> window(static_cast<size_t>(tg.sample_count()));
             ArrayView view{reinterpret_cast<std::byte*>(window.data()), tg, S};
             std::vector<uint64_t> blocks;
@@ -136,16 +138,20 @@ void check_windows_in_block_order(const char* bitmask, int bpb) {
               for (uint64_t i = 0; i < n; ++i) block[i] = hz_sample<S>((b << bpb) + i);
               for (const hzorder::Run& r : s.block_runs(b, Layout::kHzOrder)) {
                 if (b == 0 && HzSpace::level_of(r.first) > level) continue;
-                ASSERT_GE(copy_run_in_block_order(r, clip, reinterpret_cast<std::byte*>(block.data()), view, Direction::kBlockToArray), 0)
+                ASSERT_GE(copy_run_in_block_order(r, clip, reinterpret_cast<std::byte*>(block.data()), view,
+                                                  Direction::kBlockToArray),
+                          0)
                     << bitmask << " level " << level << " window_bits " << window_bits << " block " << b;
               }
             }
             for (int64_t z = 0; z < t[2]; ++z)
               for (int64_t y = 0; y < t[1]; ++y)
                 for (int64_t x = 0; x < t[0]; ++x) {
-                  const Point p{tg.origin[0] + x * g.spacing[0], tg.origin[1] + y * g.spacing[1], tg.origin[2] + z * g.spacing[2]};
+                  const Point p{tg.origin[0] + x * g.spacing[0], tg.origin[1] + y * g.spacing[1],
+                                tg.origin[2] + z * g.spacing[2]};
                   ASSERT_EQ(window[static_cast<size_t>((z * t[1] + y) * t[0] + x)], hz_sample<S>(s.point_to_hz(p)))
-                      << bitmask << " level " << level << " window_bits " << window_bits << " point " << p[0] << "," << p[1] << "," << p[2];
+                      << bitmask << " level " << level << " window_bits " << window_bits << " point " << p[0] << ","
+                      << p[1] << "," << p[2];
                 }
             // Encoding the window back writes exactly the block entries of its samples.
             const Sample sentinel = hz_sample<S>(~uint64_t{0});
@@ -153,15 +159,19 @@ void check_windows_in_block_order(const char* bitmask, int bpb) {
               std::vector<Sample> block(n, sentinel);
               for (const hzorder::Run& r : s.block_runs(b, Layout::kHzOrder)) {
                 if (b == 0 && HzSpace::level_of(r.first) > level) continue;
-                ASSERT_GE(copy_run_in_block_order(r, clip, reinterpret_cast<std::byte*>(block.data()), view, Direction::kArrayToBlock), 0);
+                ASSERT_GE(copy_run_in_block_order(r, clip, reinterpret_cast<std::byte*>(block.data()), view,
+                                                  Direction::kArrayToBlock),
+                          0);
               }
               for (uint64_t i = 0; i < n; ++i) {
                 const uint64_t hz = (b << bpb) + i;
                 const Point p = s.hz_to_point(hz);
                 bool inside = HzSpace::level_of(hz) <= level;
                 for (int a = 0; a < kMaxDims; ++a)
-                  inside = inside && p[a] >= clip.lo[a] && p[a] < clip.hi[a] && (p[a] - tg.origin[a]) % g.spacing[a] == 0;
-                ASSERT_EQ(block[i], inside ? hz_sample<S>(hz) : sentinel) << bitmask << " level " << level << " block " << b << " index " << i;
+                  inside =
+                      inside && p[a] >= clip.lo[a] && p[a] < clip.hi[a] && (p[a] - tg.origin[a]) % g.spacing[a] == 0;
+                ASSERT_EQ(block[i], inside ? hz_sample<S>(hz) : sentinel)
+                    << bitmask << " level " << level << " block " << b << " index " << i;
               }
             }
           }
@@ -170,7 +180,8 @@ void check_windows_in_block_order(const char* bitmask, int bpb) {
 }
 
 TEST(BlockCopy, AlignedWindowsDecodeAndEncodeInBlockOrderForEverySampleSizeAndBitOrder) {
-  for (const char* bitmask : {"V0120120120", "V2102102101", "V1201200012", "V0212010021", "V0011220120", "V0101010101"}) {
+  for (const char* bitmask :
+       {"V0120120120", "V2102102101", "V1201200012", "V0212010021", "V0011220120", "V0101010101"}) {
     check_windows_in_block_order<1>(bitmask, 5);
     check_windows_in_block_order<4>(bitmask, 5);
     check_windows_in_block_order<8>(bitmask, 3);
@@ -186,13 +197,18 @@ TEST(BlockCopy, BlockOrderCopyRefusesAPartThatIsNotOneIndexRange) {
   ArrayView view{reinterpret_cast<std::byte*>(out.data()), {{0, 0, 0}, {1, 1, 1}, {8, 8, 8}}, 4};
   // Starting one sample into the run along x: the part is neither aligned nor a power of two.
   Box clip{{r.p0[0] + r.delta[0], r.p0[1], r.p0[2]}, {8, 8, 8}};
-  EXPECT_EQ(copy_run_in_block_order(r, clip, reinterpret_cast<std::byte*>(block.data()), view, Direction::kBlockToArray), -1);
+  EXPECT_EQ(
+      copy_run_in_block_order(r, clip, reinterpret_cast<std::byte*>(block.data()), view, Direction::kBlockToArray), -1);
   EXPECT_EQ(std::count(out.begin(), out.end(), 0u), 512);
   // Row-major blocks have no index bits to walk.
   const hzorder::Run rm = s.block_runs(3, Layout::kRowMajor)[0];
-  EXPECT_EQ(copy_run_in_block_order(rm, Box{{0, 0, 0}, {8, 8, 8}}, reinterpret_cast<std::byte*>(block.data()), view, Direction::kBlockToArray), -1);
+  EXPECT_EQ(copy_run_in_block_order(rm, Box{{0, 0, 0}, {8, 8, 8}}, reinterpret_cast<std::byte*>(block.data()), view,
+                                    Direction::kBlockToArray),
+            -1);
   // The whole run is one range.
-  EXPECT_EQ(copy_run_in_block_order(r, Box{{0, 0, 0}, {8, 8, 8}}, reinterpret_cast<std::byte*>(block.data()), view, Direction::kBlockToArray), 64);
+  EXPECT_EQ(copy_run_in_block_order(r, Box{{0, 0, 0}, {8, 8, 8}}, reinterpret_cast<std::byte*>(block.data()), view,
+                                    Direction::kBlockToArray),
+            64);
 }
 
 TEST(BlockCopy, RowCopiesLandEveryByteWithOrWithoutStreamingStores) {

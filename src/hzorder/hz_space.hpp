@@ -76,7 +76,7 @@ class HzSpace {
   // The per-axis deposit tables for index bits j in [0, nbits) that map to positions K = top - 1 - j.
   std::shared_ptr<const AxisLuts> hz_luts(int top, int nbits) const;
   std::shared_ptr<const AxisLuts> row_major_luts(const Point& ns) const;
-  Point level_delta(int level) const;       // spacing of the samples of exactly level H
+  Point level_delta(int level) const;        // spacing of the samples of exactly level H
   Point count_bits(int from, int to) const;  // per axis, digits at positions [from, to]
   Run level_run(int level) const;            // level H >= 0 as one run (inside block 0)
 

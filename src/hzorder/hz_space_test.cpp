@@ -78,8 +78,10 @@ void check_runs(const HzSpace& s, Layout layout) {
             const Point p{r.p0[0] + x * r.delta[0], r.p0[1] + y * r.delta[1], r.p0[2] + z * r.delta[2]};
             ASSERT_LT(i, uint64_t{1} << s.bits_per_block());
             EXPECT_TRUE(indices.insert(i).second);
-            if (layout == Layout::kHzOrder) EXPECT_EQ(s.point_to_hz(p), (b << s.bits_per_block()) + i);
-            else EXPECT_EQ(s.point_to_hz(p) >> s.bits_per_block(), b);
+            if (layout == Layout::kHzOrder)
+              EXPECT_EQ(s.point_to_hz(p), (b << s.bits_per_block()) + i);
+            else
+              EXPECT_EQ(s.point_to_hz(p) >> s.bits_per_block(), b);
           }
     }
     EXPECT_EQ(indices.size(), size_t{1} << s.bits_per_block());
@@ -167,7 +169,8 @@ TEST(HzSpace, BlockPlanOfABoxIsEveryBlockWithASampleOfTheLevelsAscending) {
           }
       const std::vector<uint64_t> got = s.blocks_of_box(box, lo, hi);
       EXPECT_TRUE(std::is_sorted(got.begin(), got.end()));
-      EXPECT_EQ(std::set<uint64_t>(got.begin(), got.end()), expected) << bits << " levels " << lo << ".." << hi << " " << box.to_string();
+      EXPECT_EQ(std::set<uint64_t>(got.begin(), got.end()), expected)
+          << bits << " levels " << lo << ".." << hi << " " << box.to_string();
       EXPECT_EQ(got.size(), expected.size());
     }
   }

@@ -65,10 +65,13 @@ uint64_t fault_write_allowance(const std::string& path, uint64_t wanted, int* er
 namespace hzio::testing {
 
 Status inject_fault(std::string_view op, std::string_view path_pattern, int error, int64_t after_bytes) {
-  static constexpr std::pair<std::string_view, io::FaultOp> kOps[] = {
-      {"create", io::FaultOp::kCreate}, {"write", io::FaultOp::kWrite}, {"sync", io::FaultOp::kSync}, {"rename", io::FaultOp::kRename}};
+  static constexpr std::pair<std::string_view, io::FaultOp> kOps[] = {{"create", io::FaultOp::kCreate},
+                                                                      {"write", io::FaultOp::kWrite},
+                                                                      {"sync", io::FaultOp::kSync},
+                                                                      {"rename", io::FaultOp::kRename}};
   const auto* it = std::find_if(std::begin(kOps), std::end(kOps), [&](const auto& o) { return o.first == op; });
-  if (it == std::end(kOps)) return invalid_argument("fault operation '" + std::string(op) + "' is not create, write, sync or rename");
+  if (it == std::end(kOps))
+    return invalid_argument("fault operation '" + std::string(op) + "' is not create, write, sync or rename");
   if (error <= 0) return invalid_argument("a fault needs a positive errno, got " + std::to_string(error));
   io::Fault f;
   f.op = it->second;

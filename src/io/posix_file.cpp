@@ -127,9 +127,7 @@ Status File::read_at(uint64_t offset, std::span<std::byte> out) const {
   return Status::ok();
 }
 
-Status File::write_at(uint64_t offset, std::span<const std::byte> data) {
-  return pwrite_all(fd_, path_, offset, data);
-}
+Status File::write_at(uint64_t offset, std::span<const std::byte> data) { return pwrite_all(fd_, path_, offset, data); }
 
 bool File::enable_direct() {
   if (direct_fd_ >= 0) return true;
@@ -284,7 +282,8 @@ Status File::close() {
 Result<std::string> read_text_file(const std::string& path, size_t max_bytes) {
   HZIO_ASSIGN_OR_RETURN(File f, File::open(path, File::Mode::kRead));
   HZIO_ASSIGN_OR_RETURN(uint64_t size, f.size());
-  if (size > max_bytes) return format_error("file " + path + " is " + std::to_string(size) + " bytes, too large for a .idx");
+  if (size > max_bytes)
+    return format_error("file " + path + " is " + std::to_string(size) + " bytes, too large for a .idx");
   std::string text(size, '\0');
   HZIO_RETURN_IF_ERROR(f.read_at(0, std::as_writable_bytes(std::span(text))));
   return text;

@@ -80,7 +80,7 @@ class File {
  private:
   bool load_huge(uint64_t offset, uint64_t length) const;
   int fd_ = -1;
-  int direct_fd_ = -1;  // O_DIRECT descriptor for write_direct_at, or -1
+  int direct_fd_ = -1;                       // O_DIRECT descriptor for write_direct_at, or -1
   std::atomic<bool> direct_refused_{false};  // a direct write failed with EINVAL: use the page cache
   std::string path_;
   mutable std::once_flag map_once_;

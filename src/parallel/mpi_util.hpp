@@ -1,4 +1,5 @@
-// Small MPI helpers: waiting without spinning, agreeing on a Status across ranks, and int64 all-gathers. Layer: parallel.
+// Small MPI helpers: waiting without spinning, agreeing on a Status across ranks, and int64 all-gathers. Layer:
+// parallel.
 #pragma once
 
 #include <mpi.h>

@@ -29,7 +29,7 @@ class ParallelDataset::Impl {
     int field = 0;
     int64_t time = 0;
     Box box;
-    util::LargeBuffer copy;        // the caller's samples, unless borrowed
+    util::LargeBuffer copy;           // the caller's samples, unless borrowed
     const std::byte* data = nullptr;  // the samples: copy.data() or the caller's buffer
   };
 
@@ -66,13 +66,13 @@ class ParallelDataset::Impl {
       int64_t entry;
       int64_t bytes;
     };
-    std::vector<Item> items;           // by destination, then in the order this rank staged its boxes
-    std::vector<int64_t> send_bulk;    // per rank, plus the end: bulk message offsets in the send buffer
-    std::vector<int64_t> recv_bulk;    // per rank, plus the end: bulk message offsets in the receive buffer
-    std::vector<Incoming> incoming;    // by source
+    std::vector<Item> items;         // by destination, then in the order this rank staged its boxes
+    std::vector<int64_t> send_bulk;  // per rank, plus the end: bulk message offsets in the send buffer
+    std::vector<int64_t> recv_bulk;  // per rank, plus the end: bulk message offsets in the receive buffer
+    std::vector<Incoming> incoming;  // by source
     int64_t send_bytes = 0, recv_bytes = 0;
-    int chunk = -1;                    // the chunk this rank aggregates in the round (at most one), or -1
-    std::vector<int64_t> entries;      // that chunk's entries that get records, ascending
+    int chunk = -1;                // the chunk this rank aggregates in the round (at most one), or -1
+    std::vector<int64_t> entries;  // that chunk's entries that get records, ascending
   };
   // boxes: every rank's, in rank order; this rank's are boxes[mine + k] for staged[k].
   RoundIo round_io(const parallel::WritePlan& plan, const std::vector<int>& round,
@@ -122,7 +122,8 @@ ParallelDataset::~ParallelDataset() {
 }
 
 Result<std::unique_ptr<ParallelDataset>> ParallelDataset::create(MPI_Comm comm, const std::string& path,
-                                                                 const CreateOptions& options, const ParallelOptions& parallel) {
+                                                                 const CreateOptions& options,
+                                                                 const ParallelOptions& parallel) {
   HZIO_ASSIGN_OR_RETURN(auto impl, make_impl(comm, parallel));
   OpenOptions open{.writable = true, .durable = parallel.durable, .threads = parallel.threads};
   Status s;
@@ -150,7 +151,8 @@ Result<std::unique_ptr<ParallelDataset>> ParallelDataset::open(MPI_Comm comm, co
   HZIO_ASSIGN_OR_RETURN(auto impl, make_impl(comm, parallel));
   auto ds = Dataset::open(path, {.writable = writable, .durable = parallel.durable, .threads = parallel.threads});
   Status s = ds.status();
-  if (writable && ds.is_ok() && core::DatasetParts(*ds.value()).idx.interleave > 1) s = unsupported("parallel writes of interleaved datasets");
+  if (writable && ds.is_ok() && core::DatasetParts(*ds.value()).idx.interleave > 1)
+    s = unsupported("parallel writes of interleaved datasets");
   HZIO_RETURN_IF_ERROR(agree(impl->comm, s));
   impl->dataset = std::move(ds).value();
   return std::unique_ptr<ParallelDataset>(new ParallelDataset(std::move(impl)));
@@ -162,8 +164,8 @@ Status parallel_read(Dataset& dataset, MPI_Comm comm, bool one_node, size_t budg
 
 Status ParallelDataset::read_box(const Box& box, int level, std::string_view field, int64_t time, void* out,
                                  size_t out_bytes, ReadReport* report, ReadMethod method) {
-  return parallel_read(*impl_->dataset, impl_->comm, impl_->one_node, impl_->options.aggregator_bytes, box, level, field,
-                       time, out, out_bytes, report, method);
+  return parallel_read(*impl_->dataset, impl_->comm, impl_->one_node, impl_->options.aggregator_bytes, box, level,
+                       field, time, out, out_bytes, report, method);
 }
 
 Dataset& ParallelDataset::dataset() { return *impl_->dataset; }
@@ -171,7 +173,7 @@ MPI_Comm ParallelDataset::comm() const { return impl_->comm; }
 const WriteReport& ParallelDataset::last_report() const { return impl_->report; }
 
 Status ParallelDataset::Impl::stage(const Box& box, std::string_view field, int64_t time, const void* data,
-                                   size_t size_bytes, bool borrow) {
+                                    size_t size_bytes, bool borrow) {
   core::DatasetParts d = ds();
   int f = 0;
   HZIO_RETURN_IF_ERROR(d.check_field_time(field, time, true, f));
@@ -196,7 +198,8 @@ Status ParallelDataset::Impl::stage(const Box& box, std::string_view field, int6
   return Status::ok();
 }
 
-Status ParallelDataset::write_box(const Box& box, std::string_view field, int64_t time, const void* data, size_t size_bytes) {
+Status ParallelDataset::write_box(const Box& box, std::string_view field, int64_t time, const void* data,
+                                  size_t size_bytes) {
   return impl_->stage(box, field, time, data, size_bytes, false);
 }
 
@@ -214,7 +217,8 @@ ParallelDataset::Impl::RoundIo ParallelDataset::Impl::round_io(const parallel::W
   // The blocks of an ascending list that a chunk holds for one field: its entries of a field are one
   // block range (interleaved datasets are refused).
   const auto in_chunk = [&](const parallel::Chunk& c, int field, const std::vector<uint64_t>& blocks) {
-    const int64_t lo = std::max<int64_t>(c.entry_begin - field * bpf, 0), hi = std::min<int64_t>(c.entry_end - field * bpf, bpf);
+    const int64_t lo = std::max<int64_t>(c.entry_begin - field * bpf, 0),
+                  hi = std::min<int64_t>(c.entry_end - field * bpf, bpf);
     if (lo >= hi) return std::span<const uint64_t>();
     const auto first = std::lower_bound(blocks.begin(), blocks.end(), static_cast<uint64_t>(c.first_block + lo));
     const auto last = std::lower_bound(first, blocks.end(), static_cast<uint64_t>(c.first_block + hi));
@@ -228,11 +232,13 @@ ParallelDataset::Impl::RoundIo ParallelDataset::Impl::round_io(const parallel::W
     const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(c)];
     for (size_t i = 0; i < boxes.size(); ++i)
       if (boxes[i].time == chunk.time)
-        for (uint64_t block : in_chunk(chunk, boxes[i].field, plan.box_blocks[i])) ++records_of[{c, entry_of(boxes[i].field, block)}];
+        for (uint64_t block : in_chunk(chunk, boxes[i].field, plan.box_blocks[i]))
+          ++records_of[{c, entry_of(boxes[i].field, block)}];
   }
   const auto detached = [&](int c, int field, uint64_t block, const parallel::RecordShape& shape) {
     return shape.whole && shape.samples >= parallel::kDetachedBlockBytes &&
-           d.coding[static_cast<size_t>(field)].codec.kind == codec::CodecKind::kRaw && records_of[{c, entry_of(field, block)}] == 1;
+           d.coding[static_cast<size_t>(field)].codec.kind == codec::CodecKind::kRaw &&
+           records_of[{c, entry_of(field, block)}] == 1;
   };
   RoundIo io;
   // Sends, destination by destination; a rank's records for itself stay in its send buffer. The bulk
@@ -286,7 +292,9 @@ ParallelDataset::Impl::RoundIo ParallelDataset::Impl::round_io(const parallel::W
         const parallel::RecordShape shape = parallel::record_shape(d, b.field, b.box, block);
         const bool det = detached(c, b.field, block, shape);
         bulk_from[static_cast<size_t>(b.rank)] += static_cast<int64_t>(shape.bulk_bytes(det));
-        if (det) from[static_cast<size_t>(b.rank)].push_back({b.rank, entry_of(b.field, block), static_cast<int64_t>(shape.samples)});
+        if (det)
+          from[static_cast<size_t>(b.rank)].push_back(
+              {b.rank, entry_of(b.field, block), static_cast<int64_t>(shape.samples)});
       }
     }
   }
@@ -313,14 +321,17 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
   // The aggregated chunk's file space first, so that detached blocks land in their staged places. On an
   // error this rank still takes part in the exchange, and reports the error after it.
   parallel::ChunkSlots slots;
-  Status s = io.chunk >= 0 ? parallel::reserve_chunk(d, plan.chunks[static_cast<size_t>(io.chunk)], io.entries, slots) : Status::ok();
+  Status s = io.chunk >= 0 ? parallel::reserve_chunk(d, plan.chunks[static_cast<size_t>(io.chunk)], io.entries, slots)
+                           : Status::ok();
   const auto place = [&](int64_t entry) { return s.is_ok() ? slots.place(entry) : nullptr; };
   std::vector<MPI_Request> requests;
   const auto post = [&](bool send, std::byte* at, int64_t bytes, int peer, int tag) {
     requests.emplace_back();
     // Sizes fit in int: flush() checked every round's buffers before the first.
-    if (send) MPI_Isend(at, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm, &requests.back());
-    else MPI_Irecv(at, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm, &requests.back());
+    if (send)
+      MPI_Isend(at, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm, &requests.back());
+    else
+      MPI_Irecv(at, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm, &requests.back());
   };
   // Receives first: a message's data can move as soon as its sender posts it.
   std::vector<std::byte*> landing(io.incoming.size());
@@ -334,7 +345,8 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
     const int64_t begin = io.recv_bulk[static_cast<size_t>(r)], end = io.recv_bulk[static_cast<size_t>(r) + 1];
     if (r != rank && end > begin) post(false, recv_buffer.data() + begin, end - begin, r, kBulkTag);
   }
-  for (size_t k = 0; k < io.incoming.size(); ++k) post(false, landing[k], io.incoming[k].bytes, io.incoming[k].source, kBlockTag);
+  for (size_t k = 0; k < io.incoming.size(); ++k)
+    post(false, landing[k], io.incoming[k].bytes, io.incoming[k].source, kBlockTag);
   // Encode; a detached block this rank aggregates itself goes straight to its staged place.
   std::vector<std::byte*> own_samples;  // of this rank's detached records for itself, in order
   for (const auto& item : io.items) {
@@ -347,7 +359,8 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
         own_samples.push_back(samples);
       }
     }
-    parallel::write_record(d, st.field, st.time, st.box, st.data, item.block, send_buffer.data() + item.bulk_at, samples, t);
+    parallel::write_record(d, st.field, st.time, st.box, st.data, item.block, send_buffer.data() + item.bulk_at,
+                           samples, t);
   }
   const double t0 = util::now_seconds();
   for (int r = 0; r < size; ++r) {
@@ -355,7 +368,8 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
     if (r != rank && end > begin) post(true, send_buffer.data() + begin, end - begin, r, kBulkTag);
   }
   for (const auto& item : io.items)
-    if (item.detached && item.dest != rank) post(true, send_buffer.data() + item.data_at, item.data_bytes, item.dest, kBlockTag);
+    if (item.detached && item.dest != rank)
+      post(true, send_buffer.data() + item.data_at, item.data_bytes, item.dest, kBlockTag);
   parallel::wait_all(requests);
   t.phases.aggregate += util::now_seconds() - t0;
   // Records in rank order (a rank's own records in the order it staged them), this rank's from the send
@@ -368,21 +382,26 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
     const auto& bounds = own ? io.send_bulk : io.recv_bulk;
     const size_t first = records.size();
     s = parallel::parse_records(std::span<const std::byte>(base + bounds[static_cast<size_t>(r)],
-                                                           static_cast<size_t>(bounds[static_cast<size_t>(r) + 1] - bounds[static_cast<size_t>(r)])),
+                                                           static_cast<size_t>(bounds[static_cast<size_t>(r) + 1] -
+                                                                               bounds[static_cast<size_t>(r)])),
                                 records);
     for (size_t j = first; j < records.size() && s.is_ok(); ++j) {
       const parallel::PieceHeader& h = records[j].header;
       if (!h.detached) continue;
       const int64_t entry = format::entry_in_file(d.idx, h.field, h.block);
-      if (own && next_own < own_samples.size()) records[j].data = own_samples[next_own++];
-      else if (!own && next_in < io.incoming.size() && io.incoming[next_in].source == r && io.incoming[next_in].entry == entry)
+      if (own && next_own < own_samples.size())
+        records[j].data = own_samples[next_own++];
+      else if (!own && next_in < io.incoming.size() && io.incoming[next_in].source == r &&
+               io.incoming[next_in].entry == entry)
         records[j].data = landing[next_in++];
-      else s = internal_error("a detached block's header does not match the samples received for it");
+      else
+        s = internal_error("a detached block's header does not match the samples received for it");
     }
   }
   if (s.is_ok() && (next_in != io.incoming.size() || next_own != own_samples.size()))
     s = internal_error("detached blocks were received without their headers");
-  if (s.is_ok() && io.chunk >= 0) s = parallel::write_chunk(d, plan.chunks[static_cast<size_t>(io.chunk)], records, slots, t);
+  if (s.is_ok() && io.chunk >= 0)
+    s = parallel::write_chunk(d, plan.chunks[static_cast<size_t>(io.chunk)], records, slots, t);
   return s;
 }
 
@@ -424,7 +443,8 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
   std::vector<int64_t> mine;
   int64_t bytes = 0;
   for (const Staged& s : staged) {
-    mine.insert(mine.end(), {s.field, s.time, s.box.lo[0], s.box.lo[1], s.box.lo[2], s.box.hi[0], s.box.hi[1], s.box.hi[2]});
+    mine.insert(mine.end(),
+                {s.field, s.time, s.box.lo[0], s.box.lo[1], s.box.lo[2], s.box.hi[0], s.box.hi[1], s.box.hi[2]});
     bytes += s.box.sample_count() * static_cast<int64_t>(d.coding[static_cast<size_t>(s.field)].dtype.bytes());
   }
   std::vector<int> counts;
@@ -434,14 +454,16 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
   size_t at = 0;
   for (int r = 0; r < size; ++r) {
     for (int i = 0; i < counts[r]; i += 8, at += 8) {
-      boxes.push_back({r, static_cast<int>(all[at]), all[at + 1], Box{{all[at + 2], all[at + 3], all[at + 4]}, {all[at + 5], all[at + 6], all[at + 7]}}});
+      boxes.push_back({r, static_cast<int>(all[at]), all[at + 1],
+                       Box{{all[at + 2], all[at + 3], all[at + 4]}, {all[at + 5], all[at + 6], all[at + 7]}}});
       times.push_back(all[at + 1]);
     }
   }
   std::sort(times.begin(), times.end());
   times.erase(std::unique(times.begin(), times.end()), times.end());
   std::vector<int64_t> block_bytes;
-  for (size_t f = 0; f < d.coding.size(); ++f) block_bytes.push_back(static_cast<int64_t>(d.block_bytes(static_cast<int>(f))));
+  for (size_t f = 0; f < d.coding.size(); ++f)
+    block_bytes.push_back(static_cast<int64_t>(d.block_bytes(static_cast<int>(f))));
   const parallel::WritePlan plan = parallel::make_write_plan(d.idx, d.space, boxes, size, options, block_bytes);
   // Each round's sends and receives up front, so that the buffers are sized once and the size limits
   // agreed once for the whole flush.

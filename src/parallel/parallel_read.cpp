@@ -28,7 +28,7 @@ struct Request {
 
 struct BlockHeader {
   int32_t field = 0;
-  int32_t layout = 0;   // 0 HZ order, 1 row-major, -1 missing
+  int32_t layout = 0;  // 0 HZ order, 1 row-major, -1 missing
   int64_t time = 0;
   uint64_t block = 0;
   uint64_t stored = 0;  // payload bytes on disk (for min_bytes)
@@ -38,14 +38,15 @@ struct BlockHeader {
 using Key = std::tuple<int, int64_t, uint64_t>;  // field, time, block
 
 std::vector<Request> gather_requests(MPI_Comm comm, const Request& mine) {
-  std::vector<int64_t> v = {mine.field, mine.time, mine.level, mine.box.lo[0], mine.box.lo[1], mine.box.lo[2],
-                            mine.box.hi[0], mine.box.hi[1], mine.box.hi[2], mine.empty ? 1 : 0};
+  std::vector<int64_t> v = {mine.field,     mine.time,      mine.level,     mine.box.lo[0], mine.box.lo[1],
+                            mine.box.lo[2], mine.box.hi[0], mine.box.hi[1], mine.box.hi[2], mine.empty ? 1 : 0};
   std::vector<int> counts;
   const auto all = parallel::allgather_int64(comm, v, counts);
   std::vector<Request> out(counts.size());
   for (size_t r = 0; r < counts.size(); ++r) {
     const int64_t* p = all.data() + r * 10;
-    out[r] = {static_cast<int>(p[0]), p[1], static_cast<int>(p[2]), Box{{p[3], p[4], p[5]}, {p[6], p[7], p[8]}}, p[9] != 0};
+    out[r] = {static_cast<int>(p[0]), p[1], static_cast<int>(p[2]), Box{{p[3], p[4], p[5]}, {p[6], p[7], p[8]}},
+              p[9] != 0};
   }
   return out;
 }
@@ -79,7 +80,8 @@ Status exchange(MPI_Comm comm, const util::LargeBuffer& send, const std::vector<
   }
   HZIO_RETURN_IF_ERROR(parallel::agree(comm, big));
   MPI_Request request;
-  MPI_Ialltoallv(send.data(), sc.data(), sd.data(), MPI_BYTE, in.data(), rc.data(), rd.data(), MPI_BYTE, comm, &request);
+  MPI_Ialltoallv(send.data(), sc.data(), sd.data(), MPI_BYTE, in.data(), rc.data(), rd.data(), MPI_BYTE, comm,
+                 &request);
   parallel::wait(request);
   return Status::ok();
 }
@@ -153,7 +155,8 @@ Status parallel_read(Dataset& dataset, MPI_Comm comm, bool one_node, size_t budg
     if (level < 0) level = dataset.max_level();
     auto grid = s.is_ok() ? dataset.level_grid(box, level) : Result<SampleGrid>(s);
     if (grid.is_ok() && out_bytes != static_cast<size_t>(grid->sample_count()) * d.coding[mine.field].dtype.bytes()) {
-      s = invalid_argument("read output needs " + std::to_string(grid->sample_count() * d.coding[mine.field].dtype.bytes()) + " bytes");
+      s = invalid_argument("read output needs " +
+                           std::to_string(grid->sample_count() * d.coding[mine.field].dtype.bytes()) + " bytes");
     } else if (!grid.is_ok()) {
       s = grid.status();
     }
@@ -240,7 +243,8 @@ Status parallel_read(Dataset& dataset, MPI_Comm comm, bool one_node, size_t budg
     d.pool.parallel_for(to_read.size(), [&](size_t i) {
       for (int64_t offset : at[i]) {
         std::memcpy(send.data() + offset, &blocks.heads[i], sizeof(BlockHeader));
-        if (blocks.heads[i].bytes) std::memcpy(send.data() + offset + sizeof(BlockHeader), blocks.data[i], blocks.heads[i].bytes);
+        if (blocks.heads[i].bytes)
+          std::memcpy(send.data() + offset + sizeof(BlockHeader), blocks.data[i], blocks.heads[i].bytes);
       }
     });
     HZIO_RETURN_IF_ERROR(exchange(comm, send, counts, displs, received[round], received_bytes[round]));
@@ -268,10 +272,11 @@ Status parallel_read(Dataset& dataset, MPI_Comm comm, bool one_node, size_t budg
   rep->blocks_missing += missing;
   const core::FieldCoding& fc = d.coding[mine.field];
   const hzorder::ArrayView view{o, d.space.grid_in_box(box, level), fc.dtype.bytes()};
-  const core::WindowFill fill{missing > 0 ? core::WindowFill::Start::kDefault : core::WindowFill::Start::kBlocksOnly, fc.dtype,
-                              fc.default_value};
+  const core::WindowFill fill{missing > 0 ? core::WindowFill::Start::kDefault : core::WindowFill::Start::kBlocksOnly,
+                              fc.dtype, fc.default_value};
   if (static_cast<uint64_t>(view.grid.sample_count()) * fc.dtype.bytes() >= core::kWindowedReadBytes) {
-    core::assemble_windows(core::plan_windows(d.space, level, placed, box, view.grid, fc.dtype.bytes()), placed, view, fill, d.pool);
+    core::assemble_windows(core::plan_windows(d.space, level, placed, box, view.grid, fc.dtype.bytes()), placed, view,
+                           fill, d.pool);
     rep->assembly = "windows";
     return Status::ok();
   }

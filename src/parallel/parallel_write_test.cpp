@@ -63,7 +63,8 @@ std::vector<T> sub(const std::vector<T>& all, const Point& d, const Box& b, int 
   for (int64_t z = b.lo[2]; z < b.hi[2]; ++z)
     for (int64_t y = b.lo[1]; y < b.hi[1]; ++y)
       for (int64_t x = b.lo[0]; x < b.hi[0]; ++x)
-        for (int c = 0; c < comps; ++c) out.push_back(all[static_cast<size_t>(((z * d[1] + y) * d[0] + x) * comps + c)]);
+        for (int c = 0; c < comps; ++c)
+          out.push_back(all[static_cast<size_t>(((z * d[1] + y) * d[0] + x) * comps + c)]);
   return out;
 }
 
@@ -84,7 +85,8 @@ void run_case(const Case& c, int index) {
   std::vector<Box> boxes;
   split({{0, 0, 0}, c.dims}, rng, 4, boxes);
   std::vector<int> owner;
-  for (size_t i = 0; i < boxes.size(); ++i) owner.push_back(static_cast<int>(rng() % static_cast<unsigned>(g_size + 1)) % g_size);
+  for (size_t i = 0; i < boxes.size(); ++i)
+    owner.push_back(static_cast<int>(rng() % static_cast<unsigned>(g_size + 1)) % g_size);
   auto temp = values<float>(c.dims, 1, index), temp1 = values<float>(c.dims, 1, index + 7);
   auto vel = values<int16_t>(c.dims, 3, index);
   {
@@ -181,7 +183,8 @@ TEST(ParallelWrite, AFullDiskOnOneRankFailsTheFlushEverywhereAndKeepsTheLastComm
   io::clear_fault();
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("disk full"), std::string::npos) << r.status().to_string();
-  EXPECT_NE(r.status().message().find("rank " + std::to_string(g_size - 1)), std::string::npos) << r.status().to_string();
+  EXPECT_NE(r.status().message().find("rank " + std::to_string(g_size - 1)), std::string::npos)
+      << r.status().to_string();
   ASSERT_TRUE(ds->close().is_ok());
   MPI_Barrier(MPI_COMM_WORLD);
   if (g_rank == 0) {

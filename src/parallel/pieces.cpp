@@ -36,7 +36,8 @@ void gather_subgrid(const hzorder::Run& g, const Point& lo, const Point& hi, con
         std::memcpy(out, row + static_cast<size_t>(lo[0]) * sb, n);
         out += n;
       } else {
-        for (int64_t x = lo[0]; x < hi[0]; ++x, out += sb) std::memcpy(out, row + static_cast<size_t>(x * g.delta[0]) * sb, sb);
+        for (int64_t x = lo[0]; x < hi[0]; ++x, out += sb)
+          std::memcpy(out, row + static_cast<size_t>(x * g.delta[0]) * sb, sb);
       }
     }
 }
@@ -89,7 +90,8 @@ void write_record(core::DatasetParts& ds, int field, int64_t time, const Box& bo
     if (range_count(dlo, dhi) < ds.idx.samples_per_block()) {
       hzorder::fill_samples(dst, static_cast<size_t>(ds.idx.samples_per_block()), fc.dtype, fc.default_value);
     }
-    const hzorder::ArrayView src{const_cast<std::byte*>(data), {box.lo, {1, 1, 1}, {box.extent(0), box.extent(1), box.extent(2)}},
+    const hzorder::ArrayView src{const_cast<std::byte*>(data),
+                                 {box.lo, {1, 1, 1}, {box.extent(0), box.extent(1), box.extent(2)}},
                                  fc.dtype.bytes()};
     for (const auto& run : ds.space.block_runs(block, fc.layout))
       hzorder::copy_run(run, box, dst, src, hzorder::Direction::kArrayToBlock);
@@ -120,7 +122,8 @@ RecordShape record_shape(const core::DatasetParts& ds, int field, const Box& box
   grid_range(g, ds.idx.box, dlo, dhi);
   RecordShape s;
   s.whole = lo == dlo && hi == dhi;
-  s.samples = s.whole ? ds.block_bytes(field) : static_cast<uint64_t>(range_count(lo, hi)) * ds.coding[field].dtype.bytes();
+  s.samples =
+      s.whole ? ds.block_bytes(field) : static_cast<uint64_t>(range_count(lo, hi)) * ds.coding[field].dtype.bytes();
   s.stats = s.whole ? stats_wire_bytes(ds, field) : 0;
   return s;
 }
@@ -229,11 +232,13 @@ std::byte* ChunkSlots::place(int64_t entry) const {
 namespace {
 
 // The block records of a chunk's entries, without their samples yet.
-std::vector<core::BlockRecord> chunk_records(const core::DatasetParts& ds, const Chunk& chunk, const std::vector<int64_t>& entries) {
+std::vector<core::BlockRecord> chunk_records(const core::DatasetParts& ds, const Chunk& chunk,
+                                             const std::vector<int64_t>& entries) {
   const int64_t bpf = ds.idx.blocks_per_file;
   std::vector<core::BlockRecord> records;
   for (int64_t e : entries) {
-    records.push_back({.field = static_cast<int>(e / bpf), .time = chunk.time,
+    records.push_back({.field = static_cast<int>(e / bpf),
+                       .time = chunk.time,
                        .block = static_cast<uint64_t>(chunk.first_block + e % bpf)});
   }
   return records;
@@ -248,11 +253,12 @@ Status reserve_chunk(core::DatasetParts& ds, const Chunk& chunk, std::vector<int
   return Status::ok();
 }
 
-Status write_chunk(core::DatasetParts& ds, const Chunk& chunk, const std::vector<Record>& records, const ChunkSlots& slots,
-                   core::WriteTally& tally) {
+Status write_chunk(core::DatasetParts& ds, const Chunk& chunk, const std::vector<Record>& records,
+                   const ChunkSlots& slots, core::WriteTally& tally) {
   std::map<int64_t, std::vector<const Record*>> by_entry;
   for (const Record& r : records) {
-    if (r.header.time != chunk.time || format::first_block_of_file(ds.idx, static_cast<int64_t>(r.header.block)) != chunk.first_block)
+    if (r.header.time != chunk.time ||
+        format::first_block_of_file(ds.idx, static_cast<int64_t>(r.header.block)) != chunk.first_block)
       continue;
     const int64_t e = format::entry_in_file(ds.idx, r.header.field, r.header.block);
     if (e >= chunk.entry_begin && e < chunk.entry_end) by_entry[e].push_back(&r);

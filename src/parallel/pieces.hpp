@@ -52,7 +52,6 @@ struct Record {
   const std::byte* stats = nullptr;  // header.stats_bytes of serialized stats::BlockStats, or nullptr
 };
 
-
 // Local. Writes the record for the samples of `block` inside the staged array `data` (covering `box`).
 // Whole blocks are HZ-encoded here with the core kernel; a raw field's whole block also gets its
 // statistics here, while it is still in this core's cache (on the aggregator it would come from
@@ -73,8 +72,8 @@ Status parse_records(std::span<const std::byte> buffer, std::vector<Record>& out
 // The file space of the raw blocks of one chunk, reserved (in entry order) before its records arrive, so
 // that detached blocks can be received straight into a staged data file.
 struct ChunkSlots {
-  std::vector<int64_t> entries;                  // ascending: field * blocks_per_file + slot
-  std::vector<core::BlockWriter::Slot> slots;    // per entry: the raw block's reserved (and staged) place
+  std::vector<int64_t> entries;                // ascending: field * blocks_per_file + slot
+  std::vector<core::BlockWriter::Slot> slots;  // per entry: the raw block's reserved (and staged) place
   // The staged place of `entry`, or null (not reserved, or not staged).
   std::byte* place(int64_t entry) const;
 };
@@ -86,7 +85,7 @@ Status reserve_chunk(core::DatasetParts& ds, const Chunk& chunk, std::vector<int
 // cover a block; a detached record received into its staged place needs nothing), compresses them on
 // the pool and appends them to the data file in entry order. `slots` must come from reserve_chunk for
 // exactly the entries the records name.
-Status write_chunk(core::DatasetParts& ds, const Chunk& chunk, const std::vector<Record>& records, const ChunkSlots& slots,
-                   core::WriteTally& tally);
+Status write_chunk(core::DatasetParts& ds, const Chunk& chunk, const std::vector<Record>& records,
+                   const ChunkSlots& slots, core::WriteTally& tally);
 
 }  // namespace hzio::parallel

@@ -26,7 +26,8 @@ using UnitKey = std::pair<int64_t, int64_t>;  // time, first block
 // Localized placement (after the HiPC'17 aggregation paper): pick among the ranks holding the file's
 // samples, starting from the middle of the sorted holder list (the (i+1)/(n+1) position for one field
 // group), the least-loaded one; a cap on distinct aggregators reuses chosen ranks.
-int pick_localized(const std::set<int>& holders, std::vector<int64_t>& load, std::set<int>& chosen, int cap, int64_t bytes) {
+int pick_localized(const std::set<int>& holders, std::vector<int64_t>& load, std::set<int>& chosen, int cap,
+                   int64_t bytes) {
   std::vector<int> h(holders.begin(), holders.end());
   std::vector<int> candidates;
   if (cap > 0 && static_cast<int>(chosen.size()) >= cap) {
@@ -73,7 +74,8 @@ WritePlan make_write_plan(const format::IdxFile& idx, const hzorder::HzSpace& sp
     int agg = 0;
     if (options.placement == AggregatorPlacement::kUniform) {
       const int slots = options.aggregator_count > 0 ? std::min(options.aggregator_count, ranks) : ranks;
-      agg = static_cast<int>((static_cast<int64_t>(k) * slots / static_cast<int64_t>(units.size())) % slots) * ranks / slots;
+      agg = static_cast<int>((static_cast<int64_t>(k) * slots / static_cast<int64_t>(units.size())) % slots) * ranks /
+            slots;
       chosen.insert(agg);
     } else {
       agg = pick_localized(unit.holders, load, chosen, options.aggregator_count, bytes);

@@ -27,7 +27,7 @@ struct Chunk {
   int64_t entry_begin = 0;  // entry = field * blocks_per_file + slot
   int64_t entry_end = 0;
   int aggregator = 0;
-  int64_t bytes = 0;        // decoded block bytes the aggregator holds for it
+  int64_t bytes = 0;  // decoded block bytes the aggregator holds for it
 };
 
 struct WritePlan {

@@ -41,7 +41,8 @@ TEST(WritePlan, EveryTouchedEntryIsInExactlyOneChunkWithinTheBudget) {
   const WritePlan plan = make_write_plan(idx, space, boxes, 5, opt, {1024, 1024});
   std::map<std::pair<int64_t, int64_t>, int> seen;  // (first block, entry) -> chunks holding it
   for (const auto& b : boxes)
-    for (uint64_t blk : space.blocks_of_box(b.box, 0, space.max_level())) seen[{format::first_block_of_file(idx, blk), b.field * 16 + format::slot_in_file(idx, blk)}] = 0;
+    for (uint64_t blk : space.blocks_of_box(b.box, 0, space.max_level()))
+      seen[{format::first_block_of_file(idx, blk), b.field * 16 + format::slot_in_file(idx, blk)}] = 0;
   for (const Chunk& c : plan.chunks) {
     EXPECT_LE(c.bytes, 5 * 1024);
     for (auto& [key, n] : seen)
@@ -59,7 +60,8 @@ TEST(WritePlan, LocalizedAggregatorsHoldTheirFilesSamplesAndAreBalanced) {
   const WritePlan plan = make_write_plan(idx, space, boxes, ranks, {}, {4 << 12});
   std::map<int64_t, std::set<int>> holders;
   for (const auto& b : boxes)
-    for (uint64_t blk : space.blocks_of_box(b.box, 0, space.max_level())) holders[format::first_block_of_file(idx, blk)].insert(b.rank);
+    for (uint64_t blk : space.blocks_of_box(b.box, 0, space.max_level()))
+      holders[format::first_block_of_file(idx, blk)].insert(b.rank);
   std::map<int, int> per_rank;
   for (const Chunk& c : plan.chunks) {
     EXPECT_TRUE(holders[c.first_block].count(c.aggregator)) << "file " << c.first_block;

@@ -14,7 +14,8 @@ template <class T>
 double down(T v) {
   const double d = static_cast<double>(v);
   if constexpr (std::is_integral_v<T> && sizeof(T) == 8) {
-    if (d > static_cast<double>(std::numeric_limits<T>::lowest()) && static_cast<T>(d) > v) return std::nextafter(d, -INFINITY);
+    if (d > static_cast<double>(std::numeric_limits<T>::lowest()) && static_cast<T>(d) > v)
+      return std::nextafter(d, -INFINITY);
   }
   return d;
 }
@@ -23,7 +24,8 @@ template <class T>
 double up(T v) {
   const double d = static_cast<double>(v);
   if constexpr (std::is_integral_v<T> && sizeof(T) == 8) {
-    if (d < static_cast<double>(std::numeric_limits<T>::max()) && static_cast<T>(d) < v) return std::nextafter(d, INFINITY);
+    if (d < static_cast<double>(std::numeric_limits<T>::max()) && static_cast<T>(d) < v)
+      return std::nextafter(d, INFINITY);
   }
   return d;
 }
@@ -74,18 +76,22 @@ __attribute__((target_clones("avx2", "default"))) void minmax_f64(const double* 
 
 // Min/max of component c over indices [begin, end) where mask (if any) is set.
 template <class T>
-void reduce(const T* v, int comps, int c, uint64_t begin, uint64_t end, const std::vector<char>* mask, RangeStats& out) {
+void reduce(const T* v, int comps, int c, uint64_t begin, uint64_t end, const std::vector<char>* mask,
+            RangeStats& out) {
   constexpr int kLanes = 8;
   T mn[kLanes], mx[kLanes];
   for (int l = 0; l < kLanes; ++l) {
     mn[l] = std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
-    mx[l] = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+    mx[l] =
+        std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
   }
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     if (!mask && comps == 1) {
       T lo = std::numeric_limits<T>::infinity(), hi = -std::numeric_limits<T>::infinity();
-      if constexpr (std::is_same_v<T, float>) minmax_f32(v + begin, end - begin, lo, hi);
-      else minmax_f64(v + begin, end - begin, lo, hi);
+      if constexpr (std::is_same_v<T, float>)
+        minmax_f32(v + begin, end - begin, lo, hi);
+      else
+        minmax_f64(v + begin, end - begin, lo, hi);
       out.min[c] = lo;
       out.max[c] = hi;
       return;
@@ -131,32 +137,45 @@ void range_stats(const std::byte* data, int comps, uint64_t begin, uint64_t end,
   for (int c = 0; c < comps; ++c) reduce(v, comps, c, begin, end, mask, out);
 }
 
-void dispatch(Scalar s, const std::byte* d, int comps, uint64_t b, uint64_t e, const std::vector<char>* m, RangeStats& o) {
+void dispatch(Scalar s, const std::byte* d, int comps, uint64_t b, uint64_t e, const std::vector<char>* m,
+              RangeStats& o) {
   switch (s) {
-    case Scalar::kInt8: return range_stats<int8_t>(d, comps, b, e, m, o);
-    case Scalar::kUint8: return range_stats<uint8_t>(d, comps, b, e, m, o);
-    case Scalar::kInt16: return range_stats<int16_t>(d, comps, b, e, m, o);
-    case Scalar::kUint16: return range_stats<uint16_t>(d, comps, b, e, m, o);
-    case Scalar::kInt32: return range_stats<int32_t>(d, comps, b, e, m, o);
-    case Scalar::kUint32: return range_stats<uint32_t>(d, comps, b, e, m, o);
-    case Scalar::kInt64: return range_stats<int64_t>(d, comps, b, e, m, o);
-    case Scalar::kUint64: return range_stats<uint64_t>(d, comps, b, e, m, o);
-    case Scalar::kFloat32: return range_stats<float>(d, comps, b, e, m, o);
-    case Scalar::kFloat64: return range_stats<double>(d, comps, b, e, m, o);
+    case Scalar::kInt8:
+      return range_stats<int8_t>(d, comps, b, e, m, o);
+    case Scalar::kUint8:
+      return range_stats<uint8_t>(d, comps, b, e, m, o);
+    case Scalar::kInt16:
+      return range_stats<int16_t>(d, comps, b, e, m, o);
+    case Scalar::kUint16:
+      return range_stats<uint16_t>(d, comps, b, e, m, o);
+    case Scalar::kInt32:
+      return range_stats<int32_t>(d, comps, b, e, m, o);
+    case Scalar::kUint32:
+      return range_stats<uint32_t>(d, comps, b, e, m, o);
+    case Scalar::kInt64:
+      return range_stats<int64_t>(d, comps, b, e, m, o);
+    case Scalar::kUint64:
+      return range_stats<uint64_t>(d, comps, b, e, m, o);
+    case Scalar::kFloat32:
+      return range_stats<float>(d, comps, b, e, m, o);
+    case Scalar::kFloat64:
+      return range_stats<double>(d, comps, b, e, m, o);
   }
 }
 
 }  // namespace
 
 BlockStats compute_block_stats(const hzorder::HzSpace& space, uint64_t block, Layout layout,
-                               std::span<const std::byte> data, DType dtype, const Box& dataset_box, int sub_block_bits) {
+                               std::span<const std::byte> data, DType dtype, const Box& dataset_box,
+                               int sub_block_bits) {
   const uint64_t n = uint64_t{1} << space.bits_per_block();
   // Padding only exists in blocks that reach past the dataset box: mark their real samples.
   std::vector<char> mask;
   uint64_t real = 0;
   Point lo, hi;
   for (const auto& run : space.block_runs(block, layout)) {
-    if (hzorder::run_range_in_box(run, dataset_box, lo, hi)) real += static_cast<uint64_t>((hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]));
+    if (hzorder::run_range_in_box(run, dataset_box, lo, hi))
+      real += static_cast<uint64_t>((hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]));
   }
   if (real < n) {
     mask.assign(n, 0);
@@ -185,7 +204,8 @@ BlockStats compute_block_stats(const hzorder::HzSpace& space, uint64_t block, La
   // over the whole block, including all-NaN parts, which hold +inf / -inf and never win).
   const uint64_t parts = uint64_t{1} << sub_block_bits, len = n / parts;
   s.parts.resize(parts);
-  for (uint64_t p = 0; p < parts; ++p) dispatch(dtype.scalar, data.data(), dtype.components, p * len, (p + 1) * len, m, s.parts[p]);
+  for (uint64_t p = 0; p < parts; ++p)
+    dispatch(dtype.scalar, data.data(), dtype.components, p * len, (p + 1) * len, m, s.parts[p]);
   const size_t comps = static_cast<size_t>(dtype.components);
   s.block.min.assign(comps, INFINITY);
   s.block.max.assign(comps, -INFINITY);

@@ -29,8 +29,8 @@ TEST(BlockStats, MinMaxAndCountLeaveOutPaddingSamples) {
         ++n;
       }
     }
-    const BlockStats s = compute_block_stats(space, b, Layout::kHzOrder, std::as_bytes(std::span(v)),
-                                             {Scalar::kFloat32, 1}, dataset, 2);
+    const BlockStats s =
+        compute_block_stats(space, b, Layout::kHzOrder, std::as_bytes(std::span(v)), {Scalar::kFloat32, 1}, dataset, 2);
     EXPECT_EQ(s.block.count, n) << b;
     if (n) {
       EXPECT_EQ(s.block.min[0], mn);
@@ -63,8 +63,8 @@ TEST(BlockStats, BlockFromPartsEqualsOnePassWithNansComponentsAndPadding) {
 TEST(BlockStats, SixtyFourBitIntegersRoundOutward) {
   hzorder::HzSpace space(format::Bitmask::parse("V01").value(), 2);
   std::vector<int64_t> v = {(int64_t{1} << 60) + 1, 5, 7, 9};
-  const BlockStats s = compute_block_stats(space, 0, Layout::kHzOrder, std::as_bytes(std::span(v)),
-                                           {Scalar::kInt64, 1}, Box{{0, 0, 0}, {2, 2, 1}}, 0);
+  const BlockStats s = compute_block_stats(space, 0, Layout::kHzOrder, std::as_bytes(std::span(v)), {Scalar::kInt64, 1},
+                                           Box{{0, 0, 0}, {2, 2, 1}}, 0);
   EXPECT_GE(s.block.max[0], static_cast<double>((int64_t{1} << 60) + 1));
   EXPECT_EQ(s.block.min[0], 5.0);
 }

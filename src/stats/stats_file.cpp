@@ -88,7 +88,8 @@ std::vector<std::byte> encode_stats_file(const StatsTable& t, uint64_t data_file
     const int comps = t.components[i / static_cast<size_t>(t.blocks_per_file)];
     const BlockStats& e = t.entries[i];
     put_range(out, e.block, comps);
-    for (size_t p = 0; p < parts; ++p) put_range(out, p < e.parts.size() ? e.parts[p] : RangeStats{e.block.count == 0 ? 0 : kUnknown, {}, {}}, comps);
+    for (size_t p = 0; p < parts; ++p)
+      put_range(out, p < e.parts.size() ? e.parts[p] : RangeStats{e.block.count == 0 ? 0 : kUnknown, {}, {}}, comps);
   }
   return out;
 }
@@ -97,7 +98,8 @@ Result<StatsTable> decode_stats_file(std::span<const std::byte> bytes, const std
                                      int64_t blocks_per_file, uint64_t data_file_size, uint32_t header_crc,
                                      const std::string& name) {
   const std::string where = "statistics file " + name + ": ";
-  if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, 8) != 0) return corrupt(where + "bad magic or truncated header");
+  if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, 8) != 0)
+    return corrupt(where + "bad magic or truncated header");
   const std::byte* p = bytes.data();
   if (get<uint32_t>(p + 8) != 1) return corrupt(where + "unknown version " + std::to_string(get<uint32_t>(p + 8)));
   if (get<uint32_t>(p + 12) != components.size() || get<uint64_t>(p + 16) != static_cast<uint64_t>(blocks_per_file)) {
@@ -105,7 +107,8 @@ Result<StatsTable> decode_stats_file(std::span<const std::byte> bytes, const std
   }
   StatsTable t;
   t.sub_block_bits = static_cast<int>(get<uint32_t>(p + 24));
-  if (t.sub_block_bits > 24) return corrupt(where + "sub-block bits " + std::to_string(t.sub_block_bits) + " out of range");
+  if (t.sub_block_bits > 24)
+    return corrupt(where + "sub-block bits " + std::to_string(t.sub_block_bits) + " out of range");
   if (get<uint64_t>(p + 32) != data_file_size || get<uint32_t>(p + 40) != header_crc) {
     return not_found(where + "describes another version of its data file");
   }
@@ -115,9 +118,11 @@ Result<StatsTable> decode_stats_file(std::span<const std::byte> bytes, const std
   const size_t parts = t.sub_block_bits > 0 ? size_t{1} << t.sub_block_bits : 0;
   size_t want = kHeaderBytes + fields_bytes;
   for (int c : components) want += static_cast<size_t>(blocks_per_file) * (1 + parts) * range_record_bytes(c);
-  if (bytes.size() != want) return corrupt(where + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(want));
+  if (bytes.size() != want)
+    return corrupt(where + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(want));
   for (size_t f = 0; f < components.size(); ++f) {
-    if (get<uint32_t>(p + kHeaderBytes + 4 * f) != static_cast<uint32_t>(components[f])) return corrupt(where + "component counts differ");
+    if (get<uint32_t>(p + kHeaderBytes + 4 * f) != static_cast<uint32_t>(components[f]))
+      return corrupt(where + "component counts differ");
   }
   p += kHeaderBytes + fields_bytes;
   t.entries.resize(components.size() * static_cast<size_t>(blocks_per_file));

@@ -19,8 +19,8 @@ inline constexpr char kStatsSuffix[] = ".hzstats";
 struct StatsTable {
   int sub_block_bits = 0;
   int64_t blocks_per_file = 0;
-  std::vector<int> components;       // per field
-  std::vector<BlockStats> entries;   // field * blocks_per_file + slot; block.count 0 = missing, kUnknown = unknown
+  std::vector<int> components;      // per field
+  std::vector<BlockStats> entries;  // field * blocks_per_file + slot; block.count 0 = missing, kUnknown = unknown
 };
 
 // Local. The sidecar bytes for `table`, bound to the data file by its size and the CRC-32 of its header table.

@@ -34,7 +34,8 @@ class MappingCache {
     std::lock_guard lock(mutex_);
     auto best = kept_.end();
     for (auto it = kept_.begin(); it != kept_.end(); ++it)
-      if (it->second >= capacity && it->second <= 2 * capacity && (best == kept_.end() || it->second < best->second)) best = it;
+      if (it->second >= capacity && it->second <= 2 * capacity && (best == kept_.end() || it->second < best->second))
+        best = it;
     if (best == kept_.end()) return nullptr;
     std::byte* p = best->first;
     taken = best->second;
@@ -118,8 +119,10 @@ void LargeBuffer::reset(size_t bytes) {
 }
 
 void LargeBuffer::release() noexcept {
-  if (data_ && mapped(capacity_)) MappingCache::get().give(data_, capacity_);
-  else if (data_) ::operator delete(data_, kSmallAlign);
+  if (data_ && mapped(capacity_))
+    MappingCache::get().give(data_, capacity_);
+  else if (data_)
+    ::operator delete(data_, kSmallAlign);
   data_ = nullptr;
   size_ = capacity_ = 0;
 }

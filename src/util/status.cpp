@@ -5,14 +5,22 @@ namespace hzio {
 
 const char* error_code_name(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return "ok";
-    case ErrorCode::kInvalidArgument: return "invalid argument";
-    case ErrorCode::kNotFound: return "not found";
-    case ErrorCode::kFormat: return "format error";
-    case ErrorCode::kCorrupt: return "corrupt";
-    case ErrorCode::kIo: return "i/o error";
-    case ErrorCode::kUnsupported: return "unsupported";
-    case ErrorCode::kInternal: return "internal error";
+    case ErrorCode::kOk:
+      return "ok";
+    case ErrorCode::kInvalidArgument:
+      return "invalid argument";
+    case ErrorCode::kNotFound:
+      return "not found";
+    case ErrorCode::kFormat:
+      return "format error";
+    case ErrorCode::kCorrupt:
+      return "corrupt";
+    case ErrorCode::kIo:
+      return "i/o error";
+    case ErrorCode::kUnsupported:
+      return "unsupported";
+    case ErrorCode::kInternal:
+      return "internal error";
   }
   return "unknown";
 }

@@ -14,8 +14,8 @@ std::string num(double v) {
 
 std::string phases(const PhaseTimes& p) {
   return "{\"restructure\": " + num(p.restructure) + ", \"hz\": " + num(p.hz) + ", \"aggregate\": " + num(p.aggregate) +
-         ", \"compress\": " + num(p.compress) + ", \"stats\": " + num(p.stats) + ", \"write\": " + num(p.write) + ", \"commit\": " + num(p.commit) +
-         ", \"total\": " + num(p.total) + "}";
+         ", \"compress\": " + num(p.compress) + ", \"stats\": " + num(p.stats) + ", \"write\": " + num(p.write) +
+         ", \"commit\": " + num(p.commit) + ", \"total\": " + num(p.total) + "}";
 }
 
 }  // namespace
@@ -28,10 +28,10 @@ std::string WriteReport::to_json() const {
                   ", \"mean\": " + phases(mean) + ", \"levels\": [";
   for (size_t i = 0; i < levels.size(); ++i) {
     const auto& l = levels[i];
-    s += std::string(i ? ", " : "") + "{\"level\": " + std::to_string(l.level) + ", \"blocks\": " +
-         std::to_string(l.blocks) + ", \"bytes\": " + std::to_string(l.bytes) + ", \"hz_max\": " + num(l.hz_max) +
-         ", \"hz_mean\": " + num(l.hz_mean) + ", \"write_max\": " + num(l.write_max) +
-         ", \"write_mean\": " + num(l.write_mean) + "}";
+    s += std::string(i ? ", " : "") + "{\"level\": " + std::to_string(l.level) +
+         ", \"blocks\": " + std::to_string(l.blocks) + ", \"bytes\": " + std::to_string(l.bytes) +
+         ", \"hz_max\": " + num(l.hz_max) + ", \"hz_mean\": " + num(l.hz_mean) +
+         ", \"write_max\": " + num(l.write_max) + ", \"write_mean\": " + num(l.write_mean) + "}";
   }
   return s + "]}";
 }

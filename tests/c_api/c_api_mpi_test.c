@@ -11,10 +11,14 @@ int main(int argc, char** argv) {
   int rank = 0, size = 1, failures = 0, passes = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-#define CHECK(c)                                                                                 \
-  do {                                                                                           \
-    if (c) ++passes;                                                                             \
-    else { ++failures; fprintf(stderr, "rank %d line %d: %s (%s)\n", rank, __LINE__, #c, hzio_last_error()); } \
+#define CHECK(c)                                                                            \
+  do {                                                                                      \
+    if (c)                                                                                  \
+      ++passes;                                                                             \
+    else {                                                                                  \
+      ++failures;                                                                           \
+      fprintf(stderr, "rank %d line %d: %s (%s)\n", rank, __LINE__, #c, hzio_last_error()); \
+    }                                                                                       \
   } while (0)
   char path[4096];
   snprintf(path, sizeof path, "%s.idx", argc > 1 ? argv[1] : "c_api_mpi_data");
@@ -23,7 +27,9 @@ int main(int argc, char** argv) {
   hzio_create_options o;
   memset(&o, 0, sizeof o);
   o.ndim = 3;
-  o.dims[0] = NX; o.dims[1] = NY; o.dims[2] = NZ;
+  o.dims[0] = NX;
+  o.dims[1] = NY;
+  o.dims[2] = NZ;
   o.fields = &field;
   o.field_count = 1;
   o.overwrite = 1;

@@ -7,15 +7,14 @@
 
 static int failures = 0, passes = 0;
 
-#define CHECK(cond)                                                             \
-  do {                                                                          \
-    if (cond) {                                                                 \
-      ++passes;                                                                 \
-    } else {                                                                    \
-      ++failures;                                                               \
-      fprintf(stderr, "%s:%d: failed: %s (%s)\n", __FILE__, __LINE__, #cond,    \
-              hzio_last_error());                                               \
-    }                                                                           \
+#define CHECK(cond)                                                                              \
+  do {                                                                                           \
+    if (cond) {                                                                                  \
+      ++passes;                                                                                  \
+    } else {                                                                                     \
+      ++failures;                                                                                \
+      fprintf(stderr, "%s:%d: failed: %s (%s)\n", __FILE__, __LINE__, #cond, hzio_last_error()); \
+    }                                                                                            \
   } while (0)
 
 int main(int argc, char** argv) {

@@ -17,9 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 import hzio
+import pytest
 
 SCRIPTS = Path(__file__).resolve().parent / "mpi_scripts"
 LAUNCHER = os.environ.get("HZIO_MPIEXEC") or "mpiexec"

@@ -12,13 +12,11 @@ from __future__ import annotations
 import struct
 import zlib
 
-import numpy as np
-import pytest
-
 import hz_expect as he
-import ov_helpers as oh
-
 import hzio  # the package under test: a missing build must fail, not skip
+import numpy as np
+import ov_helpers as oh
+import pytest
 
 RAW = "u8_2d_hzorder_raw_multifile"   # 4 files, bpf 2, raw 16-byte HZ blocks
 ZIP = "u8_2d_hzorder_zip"             # 1 file, 8 zip blocks

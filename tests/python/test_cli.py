@@ -13,10 +13,9 @@ import struct
 import subprocess
 import sys
 
+import hzio
 import numpy as np
 import pytest
-
-import hzio
 from hzio import _cli_convert
 
 SAMPLES = ["f32_3d_2fields_zip", "f32_3d_rowmajor_lz4", "f32_3d_zfp_reversible", "i16_3d_npot_rowmajor_raw",

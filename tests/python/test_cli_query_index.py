@@ -24,13 +24,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import hz_expect as he
+import hzio
+import mpi_launch
 import numpy as np
 import pytest
-
-import hz_expect as he
-import mpi_launch
-
-import hzio
 
 LAUNCHER = mpi_launch.LAUNCHER
 MPIEXEC = mpi_launch.MPIEXEC
@@ -275,7 +273,7 @@ def test_bench_write_under_mpiexec_checks_its_writes_and_reports(tmp_path, case)
     _, scalar, comps = hzio.parse_dtype(r["config"]["dtype"])
     assert r["bytes"] == np.prod(r["config"]["global"]) * comps * scalar.itemsize * r["config"]["fields"] \
         * r["config"]["timesteps"]
-    for name, case_result in r["cases"].items():
+    for case_result in r["cases"].values():
         assert len(case_result["seconds"]) == r["config"]["reps"]
         assert case_result["min_s"] <= case_result["median_s"] <= case_result["max_s"]
         assert case_result["mib_per_s"] == pytest.approx(r["bytes"] / 2**20 / case_result["median_s"])

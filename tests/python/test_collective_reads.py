@@ -21,14 +21,11 @@ own session with a timeout; on timeout the session is killed and the test fails.
 
 from __future__ import annotations
 
-
+import hz_expect as he
+import hzio  # the package under test: a missing build must fail, not skip
+import mpi_launch
 import numpy as np
 import pytest
-
-import hz_expect as he
-import mpi_launch
-
-import hzio  # the package under test: a missing build must fail, not skip
 
 RANKS = (1, 2, 3, 4)
 

@@ -7,9 +7,8 @@ Oracles: the seeded arrays every rank writes, the .idx bytes saved before a fail
 
 from __future__ import annotations
 
-import pytest
-
 import mpi_launch
+import pytest
 from test_failed_commits import STEPS
 
 mpi_launch.skip_module_without_mpi()

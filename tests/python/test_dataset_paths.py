@@ -12,12 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-import pytest
-
-import ov_helpers as oh
-
 import hzio
+import numpy as np
+import ov_helpers as oh
+import pytest
 
 SHAPE = (8, 16, 16)
 
@@ -244,7 +242,8 @@ def test_a_failed_convert_leaves_nothing_and_the_next_run_succeeds(tmp_path, rng
                           capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 2 and "disk full" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert tree(tmp_path) == before
-    proc = subprocess.run([sys.executable, "-m", "hzio", "convert", str(tmp_path / "vol.npy"), str(tmp_path / "out.idx")],
+    proc = subprocess.run([sys.executable, "-m", "hzio", "convert", str(tmp_path / "vol.npy"),
+                           str(tmp_path / "out.idx")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     with hzio.open(tmp_path / "out.idx") as ds:

@@ -5,9 +5,8 @@ import shutil
 import subprocess
 import sys
 
-import pytest
-
 import hzio
+import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

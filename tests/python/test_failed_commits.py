@@ -3,7 +3,8 @@ the .idx exactly as it was: no timestep is published without its data, ``ds.time
 left behind that trips the next write, and the committed data reads as before.
 
 One process (durable and not) here; the collective writer runs the same steps in
-``mpi_scripts/collective_safety.py`` under mpiexec (``test_collective_safety.py``). The failures are injected with ``hzio._core.inject_fault``
+``mpi_scripts/collective_safety.py`` under mpiexec (``test_collective_safety.py``). The failures are
+injected with ``hzio._core.inject_fault``
 (``include/hzio/testing.hpp``) on the files whose path matches a pattern. Oracles: the .idx bytes saved
 before the write, NumPy arrays written earlier, ``hzio verify``.
 """
@@ -18,10 +19,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import hzio
 import numpy as np
 import pytest
-
-import hzio
 
 # step -> (operation, pattern of the hit files, errno). Logs and temporary files of data files are
 # "<name>.bin.log.<pid>" and "<name>.bin.tmp.<pid>", sidecars "<name>.bin.hzstats[.tmp.<pid>]".

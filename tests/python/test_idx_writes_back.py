@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import hzio
 import numpy as np
 import pytest
-
-import hzio
 
 CORPUS = Path(__file__).resolve().parents[2] / "fuzz" / "corpus" / "idx_text"
 MUTANTS_PER_FILE = 60

@@ -21,13 +21,11 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-import pytest
-
 import hz_expect as he
-import ov_helpers as oh
-
 import hzio  # the package under test: a missing build must fail, not skip
+import numpy as np
+import ov_helpers as oh
+import pytest
 
 ALL_DTYPES = he.SCALAR_DTYPES + ("float32[3]",)
 CODECS = ("raw", "zip", "lz4")

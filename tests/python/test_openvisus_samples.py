@@ -10,13 +10,11 @@ file, box and ``max_resolution``.
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
-
 import hz_expect as he
-import ov_helpers as oh
-
 import hzio  # the package under test: a missing build must fail, not skip
+import numpy as np
+import ov_helpers as oh
+import pytest
 
 V2D = "V0101010"
 V3D = "V012012012012012"

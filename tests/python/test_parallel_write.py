@@ -33,14 +33,12 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import pytest
-
 import hz_expect as he
-import mpi_launch
-import ov_helpers as oh
-
 import hzio  # the package under test: a missing build must fail, not skip
+import mpi_launch
+import numpy as np
+import ov_helpers as oh
+import pytest
 
 SCRIPTS = mpi_launch.SCRIPTS
 MPIEXEC = mpi_launch.MPIEXEC

@@ -11,12 +11,10 @@ indexing, ``progressive``, merging of overlapping partial writes (also across
 
 from __future__ import annotations
 
+import hz_expect as he
+import hzio  # the package under test: a missing build must fail, not skip
 import numpy as np
 import pytest
-
-import hz_expect as he
-
-import hzio  # the package under test: a missing build must fail, not skip
 
 N_DATASETS = 24
 SIZES = (1, 2, 3, 5, 8, 11, 16, 17, 24, 33)

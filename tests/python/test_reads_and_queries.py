@@ -20,15 +20,14 @@ from __future__ import annotations
 import os
 import re
 import resource
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from pathlib import Path
 
+import hz_expect as he
+import hzio  # the package under test: a missing build must fail, not skip
 import numpy as np
 import pytest
-
-import hz_expect as he
-
-import hzio  # the package under test: a missing build must fail, not skip
 
 DEFAULT = 7  # default value of the partly written fields: fits every dtype, differs from 0
 SIZES = {2: (5, 9, 12, 13, 17, 21, 30, 37, 45), 3: (3, 5, 7, 9, 12, 13, 17, 20)}

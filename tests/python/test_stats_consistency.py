@@ -3,10 +3,9 @@
 Each test compares ``ds.query`` with a NumPy scan of ``ds.read`` (the independent oracle).
 """
 
+import hzio
 import numpy as np
 import pytest
-
-import hzio
 
 
 def _scan(ds, lo, hi, field=None):

@@ -9,7 +9,8 @@ work), ``bad`` (names that must be refused; ``run.idx`` is refused because a fil
 ``steps`` (step name -> ``[op, path pattern, errno]`` for ``hzio._core.inject_fault``, armed on every
 rank). Each rank writes a z slab of the same seeded arrays. The report holds, per good name, whether
 every rank read the whole array back; per bad name, the error class each rank saw; for the blocked
-data folder, each rank's error; for 12 new timesteps committed one by one, each rank's errors; per step, each rank's flush error, its ``times`` after the failure,
+data folder, each rank's error; for 12 new timesteps committed one by one, each rank's errors; per
+step, each rank's flush error, its ``times`` after the failure,
 whether the .idx kept its bytes, what timestep 0 reads as (``"a"``: the committed data, ``"b"``: the
 failed rewrite), the leftover ``.log.``/``.tmp.`` files, and whether writing again and closing then
 works.
@@ -21,10 +22,9 @@ import json
 import sys
 from pathlib import Path
 
+import hzio
 import numpy as np
 from mpi4py import MPI
-
-import hzio
 
 SHAPE = (16, 16, 16)
 comm = MPI.COMM_WORLD

@@ -154,7 +154,6 @@ def expected_read(known, field, box, level):
 
 def check_reads(comm, known, d, seed, checks):
     import hzio  # noqa: PLC0415
-
     from mpi4py import MPI  # noqa: PLC0415
     rank, size = comm.rank, comm.size
     # parallel-io.md "Reads": auto picks two-phase only across nodes (ranks of one node share the page cache).
@@ -269,7 +268,8 @@ def check_large_two_phase(comm, out, seed, checks):
     checks.check("large two-phase reads assembled in windows",
                  rep["method"] == "two-phase" and rep["assembly"] == "windows" and rep["blocks_missing"] > 0
                  and got.shape == want.shape and np.array_equal(got, want),
-                 f"rank {comm.rank} box {box}: {rep}, {int(np.sum(got != want)) if got.shape == want.shape else got.shape} samples differ")
+                 f"rank {comm.rank} box {box}: {rep}, "
+                 f"{int(np.sum(got != want)) if got.shape == want.shape else got.shape} samples differ")
 
 
 def empty_slice(comm, known, checks):
