@@ -115,6 +115,16 @@ TEST(HzSpace, RowMajorBlocksMatchTheOpenVisusGridExamples) {
   EXPECT_EQ(c2[0].delta, (Point{1, 2, 2}));
 }
 
+// A random non-empty box inside [0, p2).
+Box random_box(std::mt19937& rng, const Point& p2) {
+  Box box;
+  for (int a = 0; a < kMaxDims; ++a) {
+    box.lo[a] = std::uniform_int_distribution<int64_t>(0, p2[a] - 1)(rng);
+    box.hi[a] = std::uniform_int_distribution<int64_t>(box.lo[a] + 1, p2[a])(rng);
+  }
+  return box;
+}
+
 TEST(HzSpace, BlocksInBoxEqualsBruteForceOverRandomBoxesAndLevels) {
   std::mt19937 rng(7);
   for (const char* bits : {"V0120120120", "V0101010", "V22110"}) {
@@ -122,11 +132,7 @@ TEST(HzSpace, BlocksInBoxEqualsBruteForceOverRandomBoxesAndLevels) {
       HzSpace s = space(bits, bpb);
       const Point p2 = s.bitmask().pow2_dims();
       for (int trial = 0; trial < 60; ++trial) {
-        Box box;
-        for (int a = 0; a < kMaxDims; ++a) {
-          box.lo[a] = std::uniform_int_distribution<int64_t>(0, p2[a] - 1)(rng);
-          box.hi[a] = std::uniform_int_distribution<int64_t>(box.lo[a] + 1, p2[a])(rng);
-        }
+        const Box box = random_box(rng, p2);
         const int level = std::uniform_int_distribution<int>(0, s.max_level())(rng);
         std::set<uint64_t> expected;
         for (int64_t z = box.lo[2]; z < box.hi[2]; ++z)
@@ -152,11 +158,7 @@ TEST(HzSpace, BlockPlanOfABoxIsEveryBlockWithASampleOfTheLevelsAscending) {
     HzSpace s = space(bits, 3);
     const Point p2 = s.bitmask().pow2_dims();
     for (int trial = 0; trial < 60; ++trial) {
-      Box box;
-      for (int a = 0; a < kMaxDims; ++a) {
-        box.lo[a] = std::uniform_int_distribution<int64_t>(0, p2[a] - 1)(rng);
-        box.hi[a] = std::uniform_int_distribution<int64_t>(box.lo[a] + 1, p2[a])(rng);
-      }
+      const Box box = random_box(rng, p2);
       const int hi = std::uniform_int_distribution<int>(0, s.max_level())(rng);
       const int lo = std::uniform_int_distribution<int>(0, hi)(rng);
       std::set<uint64_t> expected;  // brute force over the samples of the box
