@@ -14,7 +14,7 @@
 #include "format/file_name.hpp"
 #include "io/posix_file.hpp"
 #include "parallel/mpi_util.hpp"
-#include "parallel/pieces.hpp"
+#include "parallel/records.hpp"
 #include "parallel/write_plan.hpp"
 #include "util/clock.hpp"
 #include "util/large_buffer.hpp"
@@ -386,7 +386,7 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
                                                                                bounds[static_cast<size_t>(r)])),
                                 records);
     for (size_t j = first; j < records.size() && s.is_ok(); ++j) {
-      const parallel::PieceHeader& h = records[j].header;
+      const parallel::RecordHeader& h = records[j].header;
       if (!h.detached) continue;
       const int64_t entry = format::entry_in_file(d.idx, h.field, h.block);
       if (own && next_own < own_samples.size())
@@ -464,7 +464,9 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
   std::vector<int64_t> block_bytes;
   for (size_t f = 0; f < d.coding.size(); ++f)
     block_bytes.push_back(static_cast<int64_t>(d.block_bytes(static_cast<int>(f))));
-  const parallel::WritePlan plan = parallel::make_write_plan(d.idx, d.space, boxes, size, options, block_bytes);
+  const parallel::PlanOptions plan_options{options.placement == AggregatorPlacement::kUniform, options.aggregator_count,
+                                           options.aggregator_bytes};
+  const parallel::WritePlan plan = parallel::make_write_plan(d.idx, d.space, boxes, size, plan_options, block_bytes);
   // Each round's sends and receives up front, so that the buffers are sized once and the size limits
   // agreed once for the whole flush.
   size_t mine_at = 0;  // this rank's first box in `boxes`

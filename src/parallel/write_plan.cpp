@@ -49,7 +49,7 @@ int pick_localized(const std::set<int>& holders, std::vector<int64_t>& load, std
 }  // namespace
 
 WritePlan make_write_plan(const format::IdxFile& idx, const hzorder::HzSpace& space, const std::vector<BoxInfo>& boxes,
-                          int ranks, const ParallelOptions& options, const std::vector<int64_t>& block_bytes) {
+                          int ranks, const PlanOptions& options, const std::vector<int64_t>& block_bytes) {
   std::map<UnitKey, Unit> units;
   WritePlan plan;
   plan.box_blocks.reserve(boxes.size());
@@ -72,7 +72,7 @@ WritePlan make_write_plan(const format::IdxFile& idx, const hzorder::HzSpace& sp
     int64_t bytes = 0;
     for (int64_t e : unit.entries) bytes += block_bytes[static_cast<size_t>(e / idx.blocks_per_file)];
     int agg = 0;
-    if (options.placement == AggregatorPlacement::kUniform) {
+    if (options.uniform) {
       const int slots = options.aggregator_count > 0 ? std::min(options.aggregator_count, ranks) : ranks;
       agg = static_cast<int>((static_cast<int64_t>(k) * slots / static_cast<int64_t>(units.size())) % slots) * ranks /
             slots;

@@ -3,11 +3,11 @@
 // every rank (no MPI here). Layer: parallel.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "format/idx_file.hpp"
-#include "hzio/parallel.hpp"
 #include "hzorder/hz_space.hpp"
 
 namespace hzio::parallel {
@@ -38,9 +38,17 @@ struct WritePlan {
   std::vector<std::vector<uint64_t>> box_blocks;  // HzSpace::blocks_of_box of each box (all levels), in input order
 };
 
+// What the plan needs of ParallelOptions (hzio/parallel.hpp, which brings <mpi.h>): who aggregates, how
+// many aggregators at most (0: no cap) and their memory per round.
+struct PlanOptions {
+  bool uniform = false;  // AggregatorPlacement::kUniform; else localized
+  int aggregator_count = 0;
+  size_t aggregator_bytes = size_t{256} << 20;
+};
+
 // Local, deterministic. Builds the plan from every rank's boxes. block_bytes[f] = decoded bytes of one
 // block of field f.
 WritePlan make_write_plan(const format::IdxFile& idx, const hzorder::HzSpace& space, const std::vector<BoxInfo>& boxes,
-                          int ranks, const ParallelOptions& options, const std::vector<int64_t>& block_bytes);
+                          int ranks, const PlanOptions& options, const std::vector<int64_t>& block_bytes);
 
 }  // namespace hzio::parallel

@@ -35,7 +35,7 @@ std::vector<BoxInfo> slabs(Point dims, int ranks, int fields) {
 TEST(WritePlan, EveryTouchedEntryIsInExactlyOneChunkWithinTheBudget) {
   const format::IdxFile idx = make_idx({64, 48, 40}, 8, 16, 2);
   hzorder::HzSpace space(idx.bitmask, idx.bits_per_block);
-  ParallelOptions opt;
+  PlanOptions opt;
   opt.aggregator_bytes = 5 * 1024;  // five 1 KiB blocks per chunk
   const auto boxes = slabs({64, 48, 40}, 5, 2);
   const WritePlan plan = make_write_plan(idx, space, boxes, 5, opt, {1024, 1024});
@@ -74,8 +74,8 @@ TEST(WritePlan, LocalizedAggregatorsHoldTheirFilesSamplesAndAreBalanced) {
 TEST(WritePlan, UniformPlacementSpreadsOverRanksAndRoundsHoldOneChunkPerAggregator) {
   const format::IdxFile idx = make_idx({64, 64, 64}, 10, 4, 1);
   hzorder::HzSpace space(idx.bitmask, idx.bits_per_block);
-  ParallelOptions opt;
-  opt.placement = AggregatorPlacement::kUniform;
+  PlanOptions opt;
+  opt.uniform = true;
   const WritePlan plan = make_write_plan(idx, space, slabs({64, 64, 64}, 3, 1), 6, opt, {4 << 10});
   EXPECT_EQ(plan.aggregators, 6);
   for (const auto& round : plan.rounds) {
@@ -87,7 +87,7 @@ TEST(WritePlan, UniformPlacementSpreadsOverRanksAndRoundsHoldOneChunkPerAggregat
 TEST(WritePlan, AggregatorCountCapsTheDistinctAggregators) {
   const format::IdxFile idx = make_idx({64, 64, 64}, 10, 4, 1);
   hzorder::HzSpace space(idx.bitmask, idx.bits_per_block);
-  ParallelOptions opt;
+  PlanOptions opt;
   opt.aggregator_count = 2;
   const WritePlan plan = make_write_plan(idx, space, slabs({64, 64, 64}, 8, 1), 8, opt, {4 << 10});
   EXPECT_EQ(plan.aggregators, 2);

@@ -1,6 +1,6 @@
-// Pieces: cutting staged boxes per block at the source, assembling blocks on the aggregator
+// Records: cutting staged boxes per block at the source, assembling blocks on the aggregator
 // (docs/guide/parallel-io.md "Restructure" and "Aggregate").
-#include "parallel/pieces.hpp"
+#include "parallel/records.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -51,7 +51,7 @@ uint64_t stats_wire_bytes(const core::DatasetParts& ds, int field) {
   return ranges * stats::range_record_bytes(fc.dtype.components);
 }
 
-std::byte* put_record(std::byte* out, const PieceHeader& h) {
+std::byte* put_record(std::byte* out, const RecordHeader& h) {
   std::memcpy(out, &h, sizeof h);
   const uint64_t padded = (h.bytes + 7) & ~uint64_t{7};
   if (padded > h.bytes) std::memset(out + sizeof h + h.bytes, 0, padded - h.bytes);  // deterministic padding
@@ -68,7 +68,7 @@ void write_record(core::DatasetParts& ds, int field, int64_t time, const Box& bo
   Point lo, hi, dlo, dhi;
   grid_range(g, box, lo, hi);
   grid_range(g, ds.idx.box, dlo, dhi);
-  PieceHeader h;
+  RecordHeader h;
   h.field = field;
   h.time = time;
   h.block = block;
@@ -131,10 +131,10 @@ RecordShape record_shape(const core::DatasetParts& ds, int field, const Box& box
 Status parse_records(std::span<const std::byte> buffer, std::vector<Record>& out) {
   size_t at = 0;
   while (at < buffer.size()) {
-    if (buffer.size() - at < sizeof(PieceHeader)) return internal_error("truncated piece header in exchange buffer");
+    if (buffer.size() - at < sizeof(RecordHeader)) return internal_error("truncated piece header in exchange buffer");
     Record r;
-    std::memcpy(&r.header, buffer.data() + at, sizeof(PieceHeader));
-    at += sizeof(PieceHeader);
+    std::memcpy(&r.header, buffer.data() + at, sizeof(RecordHeader));
+    at += sizeof(RecordHeader);
     const uint64_t padded = r.header.detached ? 0 : (r.header.bytes + 7) & ~uint64_t{7};
     if (padded > buffer.size() - at || r.header.stats_bytes > buffer.size() - at - padded) {
       return internal_error("truncated piece data in exchange buffer");
@@ -158,7 +158,7 @@ int last_whole(const std::vector<const Record*>& recs) {
   return -1;
 }
 
-bool ranges_overlap(const PieceHeader& a, const PieceHeader& b) {
+bool ranges_overlap(const RecordHeader& a, const RecordHeader& b) {
   for (int k = 0; k < 3; ++k)
     if (a.hi[k] <= b.lo[k] || b.hi[k] <= a.lo[k]) return false;
   return true;

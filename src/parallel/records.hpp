@@ -1,6 +1,6 @@
-// Restructuring: a rank's box cut into per-block pieces (a dense sub-grid of the block's samples), or a
-// whole HZ-encoded block when the box holds all of it; and the aggregator side that assembles pieces
-// into blocks and writes them. Layer: parallel (no MPI here).
+// Records, what a collective write moves: a rank's box cut into per-block pieces (a dense sub-grid of
+// the block's samples) or whole HZ-encoded blocks, each a RecordHeader and its samples; and the
+// aggregator side that assembles them into blocks for the block writer. Layer: parallel (no MPI here).
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,7 @@ namespace hzio::parallel {
 
 // Fixed-size header of one record in an exchange buffer; `bytes` of sample data follow, padded to 8, then
 // `stats_bytes` of statistics (a detached record has the statistics right after the header).
-struct PieceHeader {
+struct RecordHeader {
   int32_t field = 0;
   int32_t whole = 0;  // 1: the whole block, already in the field's layout; 0: a dense sub-grid
   int64_t time = 0;
@@ -42,12 +42,12 @@ struct RecordShape {
   uint64_t samples = 0;  // sample bytes (unpadded)
   uint64_t stats = 0;    // statistics bytes (whole blocks of raw fields)
   uint64_t padded() const { return (samples + 7) & ~uint64_t{7}; }
-  uint64_t bytes() const { return sizeof(PieceHeader) + padded() + stats; }  // attached: one contiguous record
-  uint64_t bulk_bytes(bool detached) const { return detached ? sizeof(PieceHeader) + stats : bytes(); }
+  uint64_t bytes() const { return sizeof(RecordHeader) + padded() + stats; }  // attached: one contiguous record
+  uint64_t bulk_bytes(bool detached) const { return detached ? sizeof(RecordHeader) + stats : bytes(); }
 };
 
 struct Record {
-  PieceHeader header;
+  RecordHeader header;
   const std::byte* data = nullptr;
   const std::byte* stats = nullptr;  // header.stats_bytes of serialized stats::BlockStats, or nullptr
 };
