@@ -37,9 +37,9 @@ class ParallelDataset {
   static Result<std::unique_ptr<ParallelDataset>> create(MPI_Comm comm, const std::string& path,
                                                          const CreateOptions& options,
                                                          const ParallelOptions& parallel = {});
-  // Collective. Opens an existing dataset for reading, and for writing if `writable`.
+  // Collective. Opens an existing dataset read-only, or for writing when asked (`writable`).
   static Result<std::unique_ptr<ParallelDataset>> open(MPI_Comm comm, const std::string& path,
-                                                       const ParallelOptions& parallel = {}, bool writable = true);
+                                                       const ParallelOptions& parallel = {}, bool writable = false);
 
   // Collective. Every rank reads its own box at its own level, field and timestep (an empty box asks
   // for nothing; out_bytes 0), into `out` as Dataset::read_box. `report` says which method was used and
@@ -63,9 +63,12 @@ class ParallelDataset {
   // Collective. flush() then close. Errors agree on every rank.
   Status close();
 
-  // Local. The dataset as this rank sees it (metadata, and Local reads of committed data).
+  // Local. The dataset as this rank sees it: metadata, and Local reads of committed data through
+  // Dataset's own (Local) calls; collective reads only through read_box above.
   Dataset& dataset();
+  // Local. The communicator the dataset's Collective calls run over (a duplicate of the one given).
   MPI_Comm comm() const;
+  // Local. The write report of the last flush() or close() that wrote something (identical on every rank).
   const WriteReport& last_report() const;
 
   class Impl;
