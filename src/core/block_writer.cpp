@@ -56,56 +56,57 @@ stats::BlockStats BlockWriter::statistics(int field, uint64_t block, std::span<c
   return stats::compute_block_stats(space_, block, fc.layout, samples, fc.dtype, idx_.box, files_.stats_bits());
 }
 
+Status BlockWriter::encode_one(BlockRecord& r, const Slot& slot, std::byte*& staged, std::vector<std::byte>& scratch,
+                               std::vector<std::byte>& payload, uint32_t& flags) const {
+  const FieldCoding& fc = coding_[static_cast<size_t>(r.field)];
+  const size_t bytes = block_bytes(r.field);
+  const bool raw = fc.codec.kind == codec::CodecKind::kRaw;
+  staged = raw ? slot.staged : nullptr;
+  const std::byte* data = r.samples;
+  {
+    // The block's samples: given, or made into the staged place (or a buffer of their own).
+    util::ScopedSeconds timer(r.make_seconds);
+    if (!data) {
+      std::byte* out = staged;
+      if (!out) {
+        scratch.resize(bytes);
+        out = scratch.data();
+      }
+      HZIO_RETURN_IF_ERROR(r.make(std::span<std::byte>(out, bytes)));
+      data = out;
+    } else if (staged && data != staged) {
+      std::memcpy(staged, data, bytes);
+    }
+  }
+  const std::span<const std::byte> samples(data, bytes);
+  if (raw) {
+    {
+      util::ScopedSeconds timer(r.stats_seconds);
+      if (!r.stats) r.stats = statistics(r.field, r.block, samples);
+    }
+    util::ScopedSeconds timer(r.write_seconds);
+    if (!staged) HZIO_RETURN_IF_ERROR(slot.where.file->write_at(slot.where.offset, samples));
+    files_.finish_reserved(r.field, r.time, r.block, &*r.stats);
+    r.stored_bytes = static_cast<int64_t>(bytes);
+    return Status::ok();
+  }
+  {
+    util::ScopedSeconds timer(r.compress_seconds);
+    HZIO_ASSIGN_OR_RETURN(flags, encode_block(fc, space_, idx_.ndim, r.block, samples, payload));
+  }
+  util::ScopedSeconds timer(r.stats_seconds);
+  r.stats = stats_as_stored(fc, space_, idx_.ndim, r.block, samples, payload, idx_.box, files_.stats_bits());
+  return Status::ok();
+}
+
 Status BlockWriter::write(std::span<BlockRecord> records, std::span<const Slot> slots) {
   const size_t n = records.size();
   std::vector<std::vector<std::byte>> scratch(n), payload(n);
   std::vector<uint32_t> flags(n);
   std::vector<Status> errors(n);
   std::vector<std::byte*> staged(n);
-  pool_.parallel_for(n, [&](size_t i) {
-    BlockRecord& r = records[i];
-    const FieldCoding& fc = coding_[static_cast<size_t>(r.field)];
-    const size_t bytes = block_bytes(r.field);
-    const bool raw = fc.codec.kind == codec::CodecKind::kRaw;
-    staged[i] = raw ? slots[i].staged : nullptr;
-    // The block's samples: given, or made into the staged place (or a buffer of their own).
-    const double t0 = util::now_seconds();
-    const std::byte* data = r.samples;
-    if (!data) {
-      std::byte* out = staged[i];
-      if (!out) {
-        scratch[i].resize(bytes);
-        out = scratch[i].data();
-      }
-      errors[i] = r.make(std::span<std::byte>(out, bytes));
-      data = out;
-    } else if (staged[i] && data != staged[i]) {
-      std::memcpy(staged[i], data, bytes);
-    }
-    const double t1 = util::now_seconds();
-    r.make_seconds = t1 - t0;
-    if (!errors[i].is_ok()) return;
-    const std::span<const std::byte> samples(data, bytes);
-    if (raw) {
-      if (!r.stats) r.stats = statistics(r.field, r.block, samples);
-      const double t2 = util::now_seconds();
-      r.stats_seconds = t2 - t1;
-      if (!staged[i]) errors[i] = slots[i].where.file->write_at(slots[i].where.offset, samples);
-      files_.finish_reserved(r.field, r.time, r.block, &*r.stats);
-      r.write_seconds = util::now_seconds() - t2;
-      r.stored_bytes = static_cast<int64_t>(bytes);
-      return;
-    }
-    auto f = encode_block(fc, space_, idx_.ndim, r.block, samples, payload[i]);
-    if (f.is_ok())
-      flags[i] = f.value();
-    else
-      errors[i] = f.status();
-    const double t2 = util::now_seconds();
-    r.compress_seconds = t2 - t1;
-    r.stats = stats_as_stored(fc, space_, idx_.ndim, r.block, samples, payload[i], idx_.box, files_.stats_bits());
-    r.stats_seconds = util::now_seconds() - t2;
-  });
+  pool_.parallel_for(
+      n, [&](size_t i) { errors[i] = encode_one(records[i], slots[i], staged[i], scratch[i], payload[i], flags[i]); });
   // Staged blocks go to their files before anything moves the staging buffers.
   for (const Status& e : errors) HZIO_RETURN_IF_ERROR(e);
   std::vector<double> written(n);
@@ -114,9 +115,8 @@ Status BlockWriter::write(std::span<BlockRecord> records, std::span<const Slot> 
     BlockRecord& r = records[i];
     r.write_seconds += written[i];
     if (coding_[static_cast<size_t>(r.field)].codec.kind == codec::CodecKind::kRaw) continue;
-    const double t0 = util::now_seconds();
+    util::ScopedSeconds timer(r.write_seconds);
     HZIO_RETURN_IF_ERROR(files_.append(r.field, r.time, r.block, payload[i], flags[i], &*r.stats));
-    r.write_seconds = util::now_seconds() - t0;
     r.stored_bytes = static_cast<int64_t>(payload[i].size());
   }
   return Status::ok();

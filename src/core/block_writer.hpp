@@ -71,6 +71,11 @@ class BlockWriter {
   size_t block_bytes(int field) const;
 
  private:
+  // One record on a pool thread: samples, statistics, and the encoding (raw blocks to their place,
+  // others into `payload` with their `flags`). `staged` gets the block's staged place, or null.
+  Status encode_one(BlockRecord& r, const Slot& slot, std::byte*& staged, std::vector<std::byte>& scratch,
+                    std::vector<std::byte>& payload, uint32_t& flags) const;
+
   const format::IdxFile& idx_;
   const hzorder::HzSpace& space_;
   const std::vector<FieldCoding>& coding_;
