@@ -60,9 +60,46 @@ std::byte* put_record(std::byte* out, const RecordHeader& h) {
 
 }  // namespace
 
+namespace {
+
+// A whole block: HZ-encoded here (into `samples` when detached, else after the header at `out`), with
+// its statistics after the header or the padded samples.
+void write_whole(core::DatasetParts& ds, RecordHeader h, const Box& box, const std::byte* data, bool sparse,
+                 std::byte* out, std::byte* samples, core::WriteTally& tally) {
+  const auto& fc = ds.coding[h.field];
+  std::byte* dst = nullptr;
+  std::byte* stats_at = nullptr;
+  if (samples) {
+    std::memcpy(out, &h, sizeof h);
+    dst = samples;
+    stats_at = out + sizeof h;  // detached samples are exactly h.bytes: no padding after them
+  } else {
+    dst = put_record(out, h);
+    stats_at = dst + ((h.bytes + 7) & ~uint64_t{7});
+  }
+  double hz = 0;
+  {
+    util::ScopedSeconds timer(hz);
+    if (sparse) hzorder::fill_samples(dst, static_cast<size_t>(ds.idx.samples_per_block()), fc.dtype, fc.default_value);
+    const hzorder::ArrayView src{const_cast<std::byte*>(data),
+                                 {box.lo, {1, 1, 1}, {box.extent(0), box.extent(1), box.extent(2)}},
+                                 fc.dtype.bytes()};
+    for (const auto& run : ds.space.block_runs(h.block, fc.layout))
+      hzorder::copy_run(run, box, dst, src, hzorder::Direction::kArrayToBlock);
+  }
+  tally.add_hz(ds.space.level_of_block(h.block), hz);
+  if (h.stats_bytes == 0) return;
+  util::ScopedSeconds timer(tally.phases.stats);
+  const stats::BlockStats st = ds.block_writer().statistics(h.field, h.block, std::span<const std::byte>(dst, h.bytes));
+  const int comps = fc.dtype.components;
+  std::byte* at = stats::write_range_record(stats_at, st.block, comps);
+  for (const auto& part : st.parts) at = stats::write_range_record(at, part, comps);
+}
+
+}  // namespace
+
 void write_record(core::DatasetParts& ds, int field, int64_t time, const Box& box, const std::byte* data,
                   uint64_t block, std::byte* out, std::byte* samples, core::WriteTally& tally) {
-  const double t0 = util::now_seconds();
   const auto& fc = ds.coding[field];
   const hzorder::Run g = core::block_grid(ds.space, block);
   Point lo, hi, dlo, dhi;
@@ -77,42 +114,16 @@ void write_record(core::DatasetParts& ds, int field, int64_t time, const Box& bo
     h.bytes = ds.block_bytes(field);
     h.stats_bytes = stats_wire_bytes(ds, field);
     h.detached = samples != nullptr;
-    std::byte* dst = nullptr;
-    std::byte* stats_at = nullptr;
-    if (samples) {
-      std::memcpy(out, &h, sizeof h);
-      dst = samples;
-      stats_at = out + sizeof h;  // detached samples are exactly h.bytes: no padding after them
-    } else {
-      dst = put_record(out, h);
-      stats_at = dst + ((h.bytes + 7) & ~uint64_t{7});
-    }
-    if (range_count(dlo, dhi) < ds.idx.samples_per_block()) {
-      hzorder::fill_samples(dst, static_cast<size_t>(ds.idx.samples_per_block()), fc.dtype, fc.default_value);
-    }
-    const hzorder::ArrayView src{const_cast<std::byte*>(data),
-                                 {box.lo, {1, 1, 1}, {box.extent(0), box.extent(1), box.extent(2)}},
-                                 fc.dtype.bytes()};
-    for (const auto& run : ds.space.block_runs(block, fc.layout))
-      hzorder::copy_run(run, box, dst, src, hzorder::Direction::kArrayToBlock);
-    tally.add_hz(ds.space.level_of_block(block), util::now_seconds() - t0);
-    if (h.stats_bytes > 0) {
-      const double t1 = util::now_seconds();
-      const stats::BlockStats st = ds.block_writer().statistics(field, block, std::span<const std::byte>(dst, h.bytes));
-      const int comps = fc.dtype.components;
-      std::byte* at = stats::write_range_record(stats_at, st.block, comps);
-      for (const auto& part : st.parts) at = stats::write_range_record(at, part, comps);
-      tally.phases.stats += util::now_seconds() - t1;
-    }
+    write_whole(ds, h, box, data, range_count(dlo, dhi) < ds.idx.samples_per_block(), out, samples, tally);
     return;
   }
+  util::ScopedSeconds timer(tally.phases.restructure);
   for (int a = 0; a < 3; ++a) {
     h.lo[a] = lo[a];
     h.hi[a] = hi[a];
   }
   h.bytes = static_cast<uint64_t>(range_count(lo, hi)) * fc.dtype.bytes();
   gather_subgrid(g, lo, hi, box, data, fc.dtype.bytes(), put_record(out, h));
-  tally.phases.restructure += util::now_seconds() - t0;
 }
 
 RecordShape record_shape(const core::DatasetParts& ds, int field, const Box& box, uint64_t block) {
