@@ -8,7 +8,6 @@ namespace hzio::core {
 
 Status commit_writes(DataFiles& files, const std::string& idx_path, format::IdxFile& idx, const CommitSteps& steps,
                      CommitResult& result) {
-  double t0 = util::now_seconds();
   format::IdxFile next = idx;
   if (!steps.new_times.empty()) {
     std::vector<int64_t> all = idx.time.list();
@@ -16,23 +15,26 @@ Status commit_writes(DataFiles& files, const std::string& idx_path, format::IdxF
     next.time.set(all);
   }
   const bool grows = !steps.new_times.empty();
-  Status s = steps.agree(files.prepare());
-  // The new .idx is written and made durable before any data file is renamed: a full disk fails the
-  // commit while nothing is published yet. Only its rename is left for the end.
+  Status s;
   std::string idx_tmp;
-  if (s.is_ok() && grows) {
-    Status w;
-    if (steps.writes_idx) {
-      auto tmp = io::write_temp_file(idx_path, next.to_text(), steps.durable);
-      if (tmp.is_ok())
-        idx_tmp = tmp.value();
-      else
-        w = tmp.status();
+  {
+    util::ScopedSeconds timer(result.prepare_seconds);
+    s = steps.agree(files.prepare());
+    // The new .idx is written and made durable before any data file is renamed: a full disk fails the
+    // commit while nothing is published yet. Only its rename is left for the end.
+    if (s.is_ok() && grows) {
+      Status w;
+      if (steps.writes_idx) {
+        auto tmp = io::write_temp_file(idx_path, next.to_text(), steps.durable);
+        if (tmp.is_ok())
+          idx_tmp = tmp.value();
+        else
+          w = tmp.status();
+      }
+      s = steps.agree(w);
     }
-    s = steps.agree(w);
   }
-  result.prepare_seconds = util::now_seconds() - t0;
-  t0 = util::now_seconds();
+  util::ScopedSeconds timer(result.publish_seconds);
   if (s.is_ok()) s = steps.agree(files.publish());
   if (s.is_ok() && grows) {
     Status stale;
@@ -49,7 +51,6 @@ Status commit_writes(DataFiles& files, const std::string& idx_path, format::IdxF
   if (!idx_tmp.empty() && !renamed) (void)io::remove_path(idx_tmp);
   if (renamed) idx.time = next.time;  // published, even if the folder's fsync then failed
   result.idx_published = renamed;
-  result.publish_seconds = util::now_seconds() - t0;
   return s;
 }
 

@@ -362,16 +362,17 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
     parallel::write_record(d, st.field, st.time, st.box, st.data, item.block, send_buffer.data() + item.bulk_at,
                            samples, t);
   }
-  const double t0 = util::now_seconds();
-  for (int r = 0; r < size; ++r) {
-    const int64_t begin = io.send_bulk[static_cast<size_t>(r)], end = io.send_bulk[static_cast<size_t>(r) + 1];
-    if (r != rank && end > begin) post(true, send_buffer.data() + begin, end - begin, r, kBulkTag);
+  {
+    util::ScopedSeconds timer(t.phases.aggregate);
+    for (int r = 0; r < size; ++r) {
+      const int64_t begin = io.send_bulk[static_cast<size_t>(r)], end = io.send_bulk[static_cast<size_t>(r) + 1];
+      if (r != rank && end > begin) post(true, send_buffer.data() + begin, end - begin, r, kBulkTag);
+    }
+    for (const auto& item : io.items)
+      if (item.detached && item.dest != rank)
+        post(true, send_buffer.data() + item.data_at, item.data_bytes, item.dest, kBlockTag);
+    parallel::wait_all(requests);
   }
-  for (const auto& item : io.items)
-    if (item.detached && item.dest != rank)
-      post(true, send_buffer.data() + item.data_at, item.data_bytes, item.dest, kBlockTag);
-  parallel::wait_all(requests);
-  t.phases.aggregate += util::now_seconds() - t0;
   // Records in rank order (a rank's own records in the order it staged them), this rank's from the send
   // buffer; each detached record gets the place its samples arrived at, in its sender's order.
   std::vector<parallel::Record> records;
