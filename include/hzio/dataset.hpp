@@ -141,9 +141,11 @@ class Dataset {
   // Local. Commits: writes pending blocks, makes the data files durable, then replaces the .idx
   // atomically. Errors: kIo (nothing committed after the failing file; committed data stays intact).
   Status flush();
-  // Local. flush() and release files. Further calls fail with kInvalidArgument.
+  // Local. flush() and release files, even when the commit fails (its writes are then dropped, and a
+  // dataset this object created that never committed is removed). Further calls fail with kInvalidArgument.
   Status close();
-  // Local. Drops every write not yet committed and closes; the dataset stays as last committed.
+  // Local. Drops every write not yet committed and closes; the dataset stays as last committed (one this
+  // object created that never committed is removed).
   void abandon();
   bool closed() const;
   // Local. Timings and bytes of the last commit (flush or close) that wrote something.

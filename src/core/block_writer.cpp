@@ -34,20 +34,19 @@ Result<std::vector<BlockWriter::Slot>> BlockWriter::reserve(std::span<const Bloc
   return slots;
 }
 
-Status BlockWriter::base(int field, int64_t time, uint64_t block, std::vector<std::byte>& out) const {
+Status BlockWriter::base(int field, int64_t time, uint64_t block, std::span<std::byte> out) const {
   const FieldCoding& fc = coding_[static_cast<size_t>(field)];
-  out.resize(block_bytes(field));
   HZIO_ASSIGN_OR_RETURN(auto where, files_.locate(field, time, block, nullptr));
   if (!where) {
     hzorder::fill_samples(out.data(), static_cast<size_t>(idx_.samples_per_block()), fc.dtype, fc.default_value);
     return Status::ok();
   }
-  std::vector<std::byte> scratch, stored(out.size());
-  HZIO_ASSIGN_OR_RETURN(Layout layout, load_block(*where, fc, space_, idx_.ndim, block, scratch, stored, nullptr));
-  if (layout == fc.layout)
-    out.swap(stored);
-  else
+  std::vector<std::byte> scratch;
+  HZIO_ASSIGN_OR_RETURN(Layout layout, load_block(*where, fc, space_, idx_.ndim, block, scratch, out, nullptr));
+  if (layout != fc.layout) {  // stored in the other order: reorder into the field's
+    const std::vector<std::byte> stored(out.begin(), out.end());
     convert_layout(space_, block, layout, stored, out, fc.dtype.bytes());
+  }
   return Status::ok();
 }
 

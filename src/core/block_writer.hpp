@@ -60,10 +60,10 @@ class BlockWriter {
   // kCorrupt (a stored block a record merges with), any error of make.
   Status write(std::span<BlockRecord> records, std::span<const Slot> slots);
 
-  // Local, thread-safe. Fills `out` with the stored block (field, time, block) in the field's layout, or
-  // with the field's default value when it is missing: the base a partial block is merged into.
-  // Errors: kCorrupt, kIo.
-  Status base(int field, int64_t time, uint64_t block, std::vector<std::byte>& out) const;
+  // Local, thread-safe. Fills `out` (block_bytes(field)) with the stored block (field, time, block) in the
+  // field's layout, or with the field's default value when it is missing: the base a partial block is
+  // merged into. Errors: kCorrupt, kIo.
+  Status base(int field, int64_t time, uint64_t block, std::span<std::byte> out) const;
 
   // Local, thread-safe. The statistics of a raw block's samples (field layout).
   stats::BlockStats statistics(int field, uint64_t block, std::span<const std::byte> samples) const;

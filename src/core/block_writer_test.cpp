@@ -73,13 +73,13 @@ TEST(BlockWriter, BlocksGivenOrMadeComeBackAsWrittenWithTheirStatistics) {
   }
   for (const char* where : {"in the write log", "in the committed data file"}) {
     for (const BlockRecord& r : records) {
-      std::vector<std::byte> back;
+      std::vector<std::byte> back(writer.block_bytes(r.field));
       ASSERT_TRUE(writer.base(r.field, 0, r.block, back).is_ok());
       EXPECT_EQ(back, r.field == 0 ? raw : zipped) << "block " << r.block << " " << where;
     }
     ASSERT_TRUE(ds->flush().is_ok());
   }
-  std::vector<std::byte> missing;
+  std::vector<std::byte> missing(writer.block_bytes(1));
   ASSERT_TRUE(writer.base(1, 0, 5, missing).is_ok());
   for (size_t i = 0; i < missing.size(); i += 2) {
     int16_t v = 0;

@@ -65,8 +65,8 @@ class Dataset::Impl {
   Status commit_pending();
   // Drops every write since the last commit: logs, held partial blocks, new timesteps.
   void discard_uncommitted();
-  // Removes a dataset this object created that never committed: its .idx, and the folders of its data
-  // and of its path that create made and that are empty.
+  // Removes a dataset this object created that never committed: its .idx, the data files it published
+  // (a first commit that failed half-way), and the folders create and the write logs made, when empty.
   void remove_uncommitted_create();
 
   std::string path_;

@@ -95,6 +95,7 @@ Status Dataset::Impl::merge_partial(const std::vector<uint64_t>& blocks, int fie
     if (it != dirty_.end()) {
       into = it->second.data();
     } else {
+      held[i].resize(writer.block_bytes(field));
       errors[i] = writer.base(field, time, b, held[i]);  // the stored block, or the default value
       into = held[i].data();
       fresh[i] = 1;

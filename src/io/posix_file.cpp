@@ -385,13 +385,6 @@ Status remove_path(const std::string& path) {
   return Status::ok();
 }
 
-Status remove_tree(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
-  if (ec) return io_error("remove " + path + ": " + ec.message());
-  return Status::ok();
-}
-
 std::string parent_dir(const std::string& path) {
   auto p = std::filesystem::path(path).parent_path();
   return p.empty() ? "." : p.string();

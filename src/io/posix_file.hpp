@@ -102,8 +102,6 @@ Status rename_file(const std::string& from, const std::string& to, bool durable,
 bool file_exists(const std::string& path);
 // Local. Removes a file or an empty directory if present. Errors: kIo.
 Status remove_path(const std::string& path);
-// Local. Removes a directory tree if present. Errors: kIo.
-Status remove_tree(const std::string& path);
 std::string parent_dir(const std::string& path);
 enum class PathKind { kMissing, kFile, kDirectory, kOther };
 // Local. What is at `path` (symbolic links followed; a dangling link is kOther; a path under a file is

@@ -197,9 +197,7 @@ Status assemble(core::DatasetParts& ds, const core::BlockWriter& writer, int fie
       for (size_t j = 0; j < i && !overlap; ++j) overlap = ranges_overlap(h, recs[j]->header);
     }
     if (overlap || covered < range_count(dlo, dhi)) {
-      std::vector<std::byte> base;
-      HZIO_RETURN_IF_ERROR(writer.base(field, time, block, base));
-      std::memcpy(out.data(), base.data(), out.size());
+      HZIO_RETURN_IF_ERROR(writer.base(field, time, block, out));
     } else {
       hzorder::fill_samples(out.data(), static_cast<size_t>(ds.idx.samples_per_block()), fc.dtype, fc.default_value);
     }
