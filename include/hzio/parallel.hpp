@@ -26,11 +26,6 @@ struct ParallelOptions {
   int threads = 1;                              // encode threads per rank (ranks usually fill the cores)
 };
 
-// How a collective read moves data: every rank reads its own blocks, or each data file is read by one
-// rank that sends decoded blocks to the ranks that asked for them. kAuto picks two-phase when requests
-// share blocks (the same block wanted by several ranks).
-enum class ReadMethod { kAuto, kIndependent, kTwoPhase };
-
 class ParallelDataset {
  public:
   // Collective over `comm`. Creates the dataset (rank 0 writes the .idx); errors agree on every rank.

@@ -66,6 +66,11 @@ struct SampleGrid {
   int64_t sample_count() const { return count[0] * count[1] * count[2]; }
 };
 
+// How a collective read moves data: every rank reads its own blocks, or each data file is read by one
+// rank that sends decoded blocks to the ranks that asked for them. kAuto picks two-phase across nodes
+// when requests share blocks (ParallelDataset::read_box).
+enum class ReadMethod { kAuto, kIndependent, kTwoPhase };
+
 // Counters every read fills in: what it touched and the least it could have touched.
 struct ReadReport {
   int64_t files_opened = 0;

@@ -14,7 +14,9 @@
 #include "format/file_name.hpp"
 #include "io/posix_file.hpp"
 #include "parallel/mpi_util.hpp"
+#include "parallel/parallel_read.hpp"
 #include "parallel/records.hpp"
+#include "parallel/round_plan.hpp"
 #include "parallel/write_plan.hpp"
 #include "util/clock.hpp"
 #include "util/large_buffer.hpp"
@@ -46,39 +48,8 @@ class ParallelDataset::Impl {
   core::DatasetParts ds() { return core::DatasetParts(*dataset); }
   Status stage(const Box& box, std::string_view field, int64_t time, const void* data, size_t size_bytes, bool borrow);
   Result<WriteReport> flush();
-  // What this rank sends and receives in one round. Every size follows from the plan and the boxes
-  // every rank staged, so a round needs no message-size exchange. Two ranks exchange one bulk message
-  // (records, and the headers of detached records) and one message per detached block
-  // (parallel::RecordShape), which the aggregator receives straight into the block's place in its
-  // staged data file.
-  struct RoundIo {
-    struct Item {  // a record this rank makes for `dest` (itself included)
-      const Staged* staged;
-      uint64_t block;
-      int dest;
-      bool detached;
-      int64_t bulk_at;     // in the send buffer: the record, or a detached record's header and statistics
-      int64_t data_at;     // in the send buffer: a detached record's samples
-      int64_t data_bytes;  // a detached record's sample bytes (unpadded: they may land in a staged file); else 0
-    };
-    struct Incoming {  // a detached block from another rank, in that rank's sending order
-      int source;
-      int64_t entry;
-      int64_t bytes;
-    };
-    std::vector<Item> items;         // by destination, then in the order this rank staged its boxes
-    std::vector<int64_t> send_bulk;  // per rank, plus the end: bulk message offsets in the send buffer
-    std::vector<int64_t> recv_bulk;  // per rank, plus the end: bulk message offsets in the receive buffer
-    std::vector<Incoming> incoming;  // by source
-    int64_t send_bytes = 0, recv_bytes = 0;
-    int chunk = -1;                // the chunk this rank aggregates in the round (at most one), or -1
-    std::vector<int64_t> entries;  // that chunk's entries that get records, ascending
-  };
-  // boxes: every rank's, in rank order; this rank's are boxes[mine + k] for staged[k].
-  RoundIo round_io(const parallel::WritePlan& plan, const std::vector<int>& round,
-                   const std::vector<parallel::BoxInfo>& boxes, size_t mine);
   // Local status: a failing rank still joins every later round, and flush() agrees once at the end.
-  Status exchange_round(const parallel::WritePlan& plan, const RoundIo& io, core::WriteTally& t);
+  Status exchange_round(const parallel::WritePlan& plan, const parallel::RoundPlan& io, core::WriteTally& t);
   Status commit(const std::vector<int64_t>& times, const parallel::WritePlan& plan, core::WriteTally& t);
   WriteReport reduce(const parallel::WritePlan& plan, const core::WriteTally& t, int64_t bytes);
 };
@@ -158,14 +129,11 @@ Result<std::unique_ptr<ParallelDataset>> ParallelDataset::open(MPI_Comm comm, co
   return std::unique_ptr<ParallelDataset>(new ParallelDataset(std::move(impl)));
 }
 
-Status parallel_read(Dataset& dataset, MPI_Comm comm, bool one_node, size_t budget, const Box& box, int level,
-                     std::string_view field, int64_t time, void* out, size_t out_bytes, ReadReport* report,
-                     ReadMethod method);
-
 Status ParallelDataset::read_box(const Box& box, int level, std::string_view field, int64_t time, void* out,
                                  size_t out_bytes, ReadReport* report, ReadMethod method) {
-  return parallel_read(*impl_->dataset, impl_->comm, impl_->one_node, impl_->options.aggregator_bytes, box, level,
-                       field, time, out, out_bytes, report, method);
+  ReadReport local;
+  return parallel::parallel_read(*impl_->dataset, impl_->comm, impl_->one_node, impl_->options.aggregator_bytes,
+                                 {box, level, field, time, out, out_bytes}, method, report ? *report : local);
 }
 
 Dataset& ParallelDataset::dataset() { return *impl_->dataset; }
@@ -208,114 +176,8 @@ Status ParallelDataset::write_box_borrowed(const Box& box, std::string_view fiel
   return impl_->stage(box, field, time, data, size_bytes, true);
 }
 
-ParallelDataset::Impl::RoundIo ParallelDataset::Impl::round_io(const parallel::WritePlan& plan,
-                                                               const std::vector<int>& round,
-                                                               const std::vector<parallel::BoxInfo>& boxes,
-                                                               size_t mine) {
-  core::DatasetParts d = ds();
-  const int64_t bpf = d.idx.blocks_per_file;
-  // The blocks of an ascending list that a chunk holds for one field: its entries of a field are one
-  // block range (interleaved datasets are refused).
-  const auto in_chunk = [&](const parallel::Chunk& c, int field, const std::vector<uint64_t>& blocks) {
-    const int64_t lo = std::max<int64_t>(c.entry_begin - field * bpf, 0),
-                  hi = std::min<int64_t>(c.entry_end - field * bpf, bpf);
-    if (lo >= hi) return std::span<const uint64_t>();
-    const auto first = std::lower_bound(blocks.begin(), blocks.end(), static_cast<uint64_t>(c.first_block + lo));
-    const auto last = std::lower_bound(first, blocks.end(), static_cast<uint64_t>(c.first_block + hi));
-    return std::span<const uint64_t>(first, last);
-  };
-  const auto entry_of = [&](int field, uint64_t block) { return format::entry_in_file(d.idx, field, block); };
-  // Records per block of the round, over every rank's boxes: a block's only record may be detached;
-  // several are merged on the aggregator, in order.
-  std::map<std::pair<int, int64_t>, int> records_of;  // (chunk, entry)
-  for (int c : round) {
-    const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(c)];
-    for (size_t i = 0; i < boxes.size(); ++i)
-      if (boxes[i].time == chunk.time)
-        for (uint64_t block : in_chunk(chunk, boxes[i].field, plan.box_blocks[i]))
-          ++records_of[{c, entry_of(boxes[i].field, block)}];
-  }
-  const auto detached = [&](int c, int field, uint64_t block, const parallel::RecordShape& shape) {
-    return shape.whole && shape.samples >= parallel::kDetachedBlockBytes &&
-           d.coding[static_cast<size_t>(field)].codec.kind == codec::CodecKind::kRaw &&
-           records_of[{c, entry_of(field, block)}] == 1;
-  };
-  RoundIo io;
-  // Sends, destination by destination; a rank's records for itself stay in its send buffer. The bulk
-  // messages come first, then every detached block.
-  io.send_bulk.assign(static_cast<size_t>(size) + 1, 0);
-  std::vector<int> order(round);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return plan.chunks[static_cast<size_t>(a)].aggregator < plan.chunks[static_cast<size_t>(b)].aggregator;
-  });
-  size_t next = 0;
-  int64_t total = 0;
-  for (int r = 0; r < size; ++r) {
-    io.send_bulk[static_cast<size_t>(r)] = total;
-    for (; next < order.size() && plan.chunks[static_cast<size_t>(order[next])].aggregator == r; ++next) {
-      const int c = order[next];
-      const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(c)];
-      for (size_t k = 0; k < staged.size(); ++k) {
-        const Staged& st = staged[k];
-        if (st.time != chunk.time) continue;
-        for (uint64_t b : in_chunk(chunk, st.field, plan.box_blocks[mine + k])) {
-          const parallel::RecordShape shape = parallel::record_shape(d, st.field, st.box, b);
-          const bool det = detached(c, st.field, b, shape);
-          io.items.push_back({&st, b, r, det, total, 0, det ? static_cast<int64_t>(shape.samples) : 0});
-          total += static_cast<int64_t>(shape.bulk_bytes(det));
-        }
-      }
-    }
-  }
-  io.send_bulk[static_cast<size_t>(size)] = total;
-  for (auto& item : io.items) {
-    if (!item.detached) continue;
-    item.data_at = total;
-    total += (item.data_bytes + 7) & ~int64_t{7};  // keeps every record in the buffer 8-byte aligned
-  }
-  io.send_bytes = total;
-  // Receives: what every other rank's boxes put in the chunk this rank aggregates, in their sending
-  // order; room for the detached blocks after the bulk messages, for when they have no staged place.
-  std::vector<int64_t> bulk_from(static_cast<size_t>(size), 0);
-  std::vector<std::vector<RoundIo::Incoming>> from(static_cast<size_t>(size));
-  std::set<int64_t> entries;
-  for (int c : round) {
-    const parallel::Chunk& chunk = plan.chunks[static_cast<size_t>(c)];
-    if (chunk.aggregator != rank) continue;
-    io.chunk = c;  // the plan gives an aggregator one chunk per round
-    for (size_t i = 0; i < boxes.size(); ++i) {
-      const parallel::BoxInfo& b = boxes[i];
-      if (b.time != chunk.time) continue;
-      for (uint64_t block : in_chunk(chunk, b.field, plan.box_blocks[i])) {
-        entries.insert(entry_of(b.field, block));
-        if (b.rank == rank) continue;
-        const parallel::RecordShape shape = parallel::record_shape(d, b.field, b.box, block);
-        const bool det = detached(c, b.field, block, shape);
-        bulk_from[static_cast<size_t>(b.rank)] += static_cast<int64_t>(shape.bulk_bytes(det));
-        if (det)
-          from[static_cast<size_t>(b.rank)].push_back(
-              {b.rank, entry_of(b.field, block), static_cast<int64_t>(shape.samples)});
-      }
-    }
-  }
-  io.recv_bulk.assign(static_cast<size_t>(size) + 1, 0);
-  total = 0;
-  for (int r = 0; r < size; ++r) {
-    io.recv_bulk[static_cast<size_t>(r)] = total;
-    total += bulk_from[static_cast<size_t>(r)];
-  }
-  io.recv_bulk[static_cast<size_t>(size)] = total;
-  for (const auto& list : from)
-    for (const auto& in : list) {
-      io.incoming.push_back(in);
-      total += (in.bytes + 7) & ~int64_t{7};
-    }
-  io.recv_bytes = total;
-  io.entries.assign(entries.begin(), entries.end());
-  return io;
-}
-
-Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, const RoundIo& io, core::WriteTally& t) {
+Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, const parallel::RoundPlan& io,
+                                             core::WriteTally& t) {
   core::DatasetParts d = ds();
   constexpr int kBulkTag = 1, kBlockTag = 2;
   // The aggregated chunk's file space first, so that detached blocks land in their staged places. On an
@@ -350,7 +212,7 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
   // Encode; a detached block this rank aggregates itself goes straight to its staged place.
   std::vector<std::byte*> own_samples;  // of this rank's detached records for itself, in order
   for (const auto& item : io.items) {
-    const Staged& st = *item.staged;
+    const Staged& st = staged[item.box];
     std::byte* samples = nullptr;
     if (item.detached) {
       samples = send_buffer.data() + item.data_at;
@@ -472,10 +334,16 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
   // agreed once for the whole flush.
   size_t mine_at = 0;  // this rank's first box in `boxes`
   for (int r = 0; r < rank; ++r) mine_at += static_cast<size_t>(counts[r] / 8);
-  std::vector<RoundIo> rounds;
+  std::vector<bool> raw;
+  for (const core::FieldCoding& fc : d.coding) raw.push_back(fc.codec.kind == codec::CodecKind::kRaw);
+  const auto shape_of = [&](int field, const Box& box, uint64_t block) {
+    return parallel::record_shape(d, field, box, block);
+  };
+  std::vector<parallel::RoundPlan> rounds;
   int64_t send_max = 0, recv_max = 0;
   for (const auto& round : plan.rounds) {
-    rounds.push_back(round_io(plan, round, boxes, mine_at));
+    rounds.push_back(
+        parallel::plan_round(d.idx, plan, round, boxes, {mine_at, staged.size()}, rank, size, raw, shape_of));
     send_max = std::max(send_max, rounds.back().send_bytes);
     recv_max = std::max(recv_max, rounds.back().recv_bytes);
   }

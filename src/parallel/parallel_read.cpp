@@ -1,5 +1,7 @@
 // Collective reads: independent (each rank reads its own blocks) or two-phase (one rank reads each
 // data file once and sends decoded blocks to the ranks that asked) (docs/guide/parallel-io.md "Reads").
+#include "parallel/parallel_read.hpp"
+
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -9,23 +11,15 @@
 #include "core/dataset_parts.hpp"
 #include "core/window_assembly.hpp"
 #include "format/file_name.hpp"
-#include "hzio/parallel.hpp"
 #include "parallel/mpi_util.hpp"
-#include "parallel/write_plan.hpp"
+#include "parallel/read_plan.hpp"
 #include "util/large_buffer.hpp"
 
-namespace hzio {
+namespace hzio::parallel {
 
 namespace {
 
-struct Request {
-  int field = 0;
-  int64_t time = 0;
-  int level = 0;
-  Box box;
-  bool empty = true;
-};
-
+// Heads each block a two-phase reader sends.
 struct BlockHeader {
   int32_t field = 0;
   int32_t layout = 0;  // 0 HZ order, 1 row-major, -1 missing
@@ -35,14 +29,12 @@ struct BlockHeader {
   uint64_t bytes = 0;   // decoded bytes that follow
 };
 
-using Key = std::tuple<int, int64_t, uint64_t>;  // field, time, block
-
-std::vector<Request> gather_requests(MPI_Comm comm, const Request& mine) {
+std::vector<ReadRequest> gather_requests(MPI_Comm comm, const ReadRequest& mine) {
   std::vector<int64_t> v = {mine.field,     mine.time,      mine.level,     mine.box.lo[0], mine.box.lo[1],
                             mine.box.lo[2], mine.box.hi[0], mine.box.hi[1], mine.box.hi[2], mine.empty ? 1 : 0};
   std::vector<int> counts;
-  const auto all = parallel::allgather_int64(comm, v, counts);
-  std::vector<Request> out(counts.size());
+  const auto all = allgather_int64(comm, v, counts);
+  std::vector<ReadRequest> out(counts.size());
   for (size_t r = 0; r < counts.size(); ++r) {
     const int64_t* p = all.data() + r * 10;
     out[r] = {static_cast<int>(p[0]), p[1], static_cast<int>(p[2]), Box{{p[3], p[4], p[5]}, {p[6], p[7], p[8]}},
@@ -53,12 +45,12 @@ std::vector<Request> gather_requests(MPI_Comm comm, const Request& mine) {
 
 // Sends each rank its part of `send` (counts[r] bytes at displs[r]) with one MPI_Alltoallv into `in`
 // (reused between rounds). Errors, on every rank, if a rank would send or receive 2 GiB or more.
-Status exchange(MPI_Comm comm, const util::LargeBuffer& send, const std::vector<int64_t>& counts,
-                const std::vector<int64_t>& displs, util::LargeBuffer& in, int64_t& received) {
+Status alltoall_blocks(MPI_Comm comm, const util::LargeBuffer& send, const std::vector<int64_t>& counts,
+                       const std::vector<int64_t>& displs, util::LargeBuffer& in, int64_t& received) {
   const int size = static_cast<int>(counts.size());
   const int64_t stotal = displs.empty() ? 0 : displs.back() + counts.back();
   Status big = stotal > INT_MAX ? unsupported("a read round sends 2 GiB or more from one rank") : Status::ok();
-  HZIO_RETURN_IF_ERROR(parallel::agree(comm, big));
+  HZIO_RETURN_IF_ERROR(agree(comm, big));
   std::vector<int> sc(size), sd(size), rc(size), rd(size);
   for (int r = 0; r < size; ++r) {
     sc[r] = static_cast<int>(counts[r]);
@@ -78,7 +70,7 @@ Status exchange(MPI_Comm comm, const util::LargeBuffer& send, const std::vector<
       big = io_error("out of memory receiving " + std::to_string(received) + " bytes of blocks");
     }
   }
-  HZIO_RETURN_IF_ERROR(parallel::agree(comm, big));
+  HZIO_RETURN_IF_ERROR(agree(comm, big));
   MPI_Request request;
   MPI_Ialltoallv(send.data(), sc.data(), sd.data(), MPI_BYTE, in.data(), rc.data(), rd.data(), MPI_BYTE, comm,
                  &request);
@@ -94,7 +86,7 @@ struct ReadBlocks {
   std::vector<std::vector<std::byte>> decoded;
 };
 
-Status read_for_everyone(core::DatasetParts& d, const std::vector<Key>& keys, ReadBlocks& out, ReadReport& rep) {
+Status read_for_everyone(core::DatasetParts& d, const std::vector<BlockKey>& keys, ReadBlocks& out, ReadReport& rep) {
   const size_t n = keys.size();
   out.heads.assign(n, {});
   out.data.assign(n, nullptr);
@@ -102,7 +94,7 @@ Status read_for_everyone(core::DatasetParts& d, const std::vector<Key>& keys, Re
   std::vector<Status> errors(n);
   std::vector<ReadReport> io(n);
   d.pool.parallel_for(n, [&](size_t i) {
-    const auto& [f, t, b] = keys[i];
+    const auto [f, t, b] = keys[i];
     out.heads[i] = {f, -1, t, b, 0, 0};
     auto where = d.files.locate(f, t, b, &io[i]);
     if (!where.is_ok()) {
@@ -139,97 +131,47 @@ Status read_for_everyone(core::DatasetParts& d, const std::vector<Key>& keys, Re
   return err;
 }
 
-}  // namespace
+// Local. Checks this rank's target and makes its request.
+Status make_request(const Dataset& dataset, const core::DatasetParts& d, const ReadTarget& target, ReadRequest& mine) {
+  if (target.box.empty()) return Status::ok();
+  HZIO_RETURN_IF_ERROR(d.check_field_time(target.field, target.time, false, mine.field));
+  const int level = target.level < 0 ? dataset.max_level() : target.level;
+  HZIO_ASSIGN_OR_RETURN(const SampleGrid grid, dataset.level_grid(target.box, level));
+  const size_t want =
+      static_cast<size_t>(grid.sample_count()) * d.coding[static_cast<size_t>(mine.field)].dtype.bytes();
+  if (target.out_bytes != want) return invalid_argument("read output needs " + std::to_string(want) + " bytes");
+  mine = {mine.field, target.time, level, target.box, false};
+  return Status::ok();
+}
 
-Status parallel_read(Dataset& dataset, MPI_Comm comm, bool one_node, size_t budget, const Box& box, int level,
-                     std::string_view field, int64_t time, void* out, size_t out_bytes, ReadReport* report,
-                     ReadMethod method) {
+// Collective. The two-phase exchange: round by round, each reader reads its files' blocks of the round
+// and sends each to the ranks that asked. `received[k]` gets round k's blocks for this rank, each a
+// BlockHeader and its decoded samples; all rounds are kept, for the assembly.
+Status exchange_blocks(MPI_Comm comm, core::DatasetParts& d, const ReadPlan& plan,
+                       std::vector<util::LargeBuffer>& received, std::vector<int64_t>& received_bytes,
+                       ReadReport& rep) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  core::DatasetParts d(dataset);
-  Request mine;
-  Status s;
-  if (!box.empty()) {
-    s = d.check_field_time(field, time, false, mine.field);
-    if (level < 0) level = dataset.max_level();
-    auto grid = s.is_ok() ? dataset.level_grid(box, level) : Result<SampleGrid>(s);
-    if (grid.is_ok() && out_bytes != static_cast<size_t>(grid->sample_count()) * d.coding[mine.field].dtype.bytes()) {
-      s = invalid_argument("read output needs " +
-                           std::to_string(grid->sample_count() * d.coding[mine.field].dtype.bytes()) + " bytes");
-    } else if (!grid.is_ok()) {
-      s = grid.status();
-    }
-    mine = {mine.field, time, level, box, false};
-  }
-  HZIO_RETURN_IF_ERROR(parallel::agree(comm, s));
-  const std::vector<Request> req = gather_requests(comm, mine);
-  std::map<Key, std::vector<int>> wanted;  // block -> requesting ranks
-  int64_t asked = 0;
-  for (int r = 0; r < size; ++r) {
-    if (req[r].empty) continue;
-    std::vector<uint64_t> blocks = d.space.blocks_of_box(req[r].box, 0, req[r].level);
-    asked += static_cast<int64_t>(blocks.size());
-    for (uint64_t b : blocks) wanted[{req[r].field, req[r].time, b}].push_back(r);
-  }
-  // Two-phase reads read every block once from the file system, which pays across nodes when the
-  // requests overlap. On one node the ranks share the page cache, so reading a block once saves no disk
-  // work and two-phase only adds the exchange: independent reads are faster there (bench/read_bench.py
-  // part (b) compares the methods).
-  if (method == ReadMethod::kAuto) {
-    const bool overlap = 2 * asked >= 3 * static_cast<int64_t>(wanted.size());
-    method = (size > 1 && !one_node && overlap) ? ReadMethod::kTwoPhase : ReadMethod::kIndependent;
-  }
-  ReadReport local;
-  ReadReport* rep = report ? report : &local;
-  auto* o = static_cast<std::byte*>(out);
-  if (method == ReadMethod::kIndependent) {
-    rep->method = "independent";
-    s = mine.empty ? Status::ok() : d.read_box(box, level, 0, mine.field, time, o, rep, true);
-    return parallel::agree(comm, s);
-  }
-  rep->method = "two-phase";
-  // Each data file goes to one reader rank (round robin over the files in order).
-  const auto file_of = [&](const Key& key) {
-    return std::make_pair(std::get<1>(key), format::first_block_of_file(d.idx, static_cast<int64_t>(std::get<2>(key))));
-  };
-  std::map<std::pair<int64_t, int64_t>, int> reader;
-  for (const auto& [key, ranks] : wanted) reader.emplace(file_of(key), 0);
-  int k = 0;
-  for (auto& [file, r] : reader) r = k++ % size;
-  // Rounds keep each reader's outgoing block bytes under the budget.
-  std::vector<std::vector<Key>> rounds(1);
-  std::vector<int64_t> load(size, 0);
-  for (const auto& [key, ranks] : wanted) {
-    const int r = reader[file_of(key)];
-    const int64_t bytes = static_cast<int64_t>(d.block_bytes(std::get<0>(key)) * ranks.size());
-    if (load[r] > 0 && load[r] + bytes > static_cast<int64_t>(budget)) {
-      rounds.emplace_back();
-      std::fill(load.begin(), load.end(), 0);
-    }
-    load[r] += bytes;
-    rounds.back().push_back(key);
-  }
-  // Every round's received blocks stay until all are placed: large outputs are assembled window by
-  // window from all of them at once (docs/design/read-path.md "Windows").
-  std::vector<util::LargeBuffer> received(rounds.size());
-  std::vector<int64_t> received_bytes(rounds.size(), 0);
+  received.resize(plan.rounds.size());
+  received_bytes.assign(plan.rounds.size(), 0);
   util::LargeBuffer send;
-  for (size_t round = 0; round < rounds.size(); ++round) {
-    std::vector<Key> to_read;
-    for (const Key& key : rounds[round])
-      if (reader[file_of(key)] == rank) to_read.push_back(key);
+  for (size_t round = 0; round < plan.rounds.size(); ++round) {
+    std::vector<BlockKey> to_read;
+    for (const BlockKey& key : plan.rounds[round])
+      if (plan.reader.at(file_of(d.idx, key)) == rank) to_read.push_back(key);
     ReadBlocks blocks;
-    HZIO_RETURN_IF_ERROR(parallel::agree(comm, read_for_everyone(d, to_read, blocks, *rep)));
+    HZIO_RETURN_IF_ERROR(agree(comm, read_for_everyone(d, to_read, blocks, rep)));
     // Pack once: every (block, destination) copy has its own place, filled in parallel.
     std::vector<int64_t> counts(size, 0), displs(size, 0);
-    for (size_t i = 0; i < to_read.size(); ++i)
-      for (int r : wanted[to_read[i]]) counts[r] += static_cast<int64_t>(sizeof(BlockHeader) + blocks.heads[i].bytes);
-    for (int r = 1; r < size; ++r) displs[r] = displs[r - 1] + counts[r - 1];
     std::vector<std::vector<int64_t>> at(to_read.size());
+    for (size_t i = 0; i < to_read.size(); ++i)
+      for (int r : plan.wanted.at(to_read[i]))
+        counts[r] += static_cast<int64_t>(sizeof(BlockHeader) + blocks.heads[i].bytes);
+    for (int r = 1; r < size; ++r) displs[r] = displs[r - 1] + counts[r - 1];
     std::vector<int64_t> next = displs;
     for (size_t i = 0; i < to_read.size(); ++i)
-      for (int r : wanted[to_read[i]]) {
+      for (int r : plan.wanted.at(to_read[i])) {
         at[i].push_back(next[r]);
         next[r] += static_cast<int64_t>(sizeof(BlockHeader) + blocks.heads[i].bytes);
       }
@@ -239,7 +181,7 @@ Status parallel_read(Dataset& dataset, MPI_Comm comm, bool one_node, size_t budg
     } catch (const std::bad_alloc&) {
       packed = io_error("out of memory packing blocks for a two-phase read");
     }
-    HZIO_RETURN_IF_ERROR(parallel::agree(comm, packed));
+    HZIO_RETURN_IF_ERROR(agree(comm, packed));
     d.pool.parallel_for(to_read.size(), [&](size_t i) {
       for (int64_t offset : at[i]) {
         std::memcpy(send.data() + offset, &blocks.heads[i], sizeof(BlockHeader));
@@ -247,13 +189,19 @@ Status parallel_read(Dataset& dataset, MPI_Comm comm, bool one_node, size_t budg
           std::memcpy(send.data() + offset + sizeof(BlockHeader), blocks.data[i], blocks.heads[i].bytes);
       }
     });
-    HZIO_RETURN_IF_ERROR(exchange(comm, send, counts, displs, received[round], received_bytes[round]));
+    HZIO_RETURN_IF_ERROR(alltoall_blocks(comm, send, counts, displs, received[round], received_bytes[round]));
   }
-  if (mine.empty) return Status::ok();
-  // The blocks this rank asked for, each from the round that brought it.
+  return Status::ok();
+}
+
+// Local. Places the received blocks of this rank's request into `out`: window by window for large
+// outputs (docs/design/read-path.md "Windows"), else block by block. Missing blocks read as the
+// field's default value.
+void assemble(core::DatasetParts& d, const std::vector<util::LargeBuffer>& received,
+              const std::vector<int64_t>& received_bytes, const ReadRequest& mine, std::byte* out, ReadReport& rep) {
   std::vector<core::PlacedBlock> placed;
   int64_t missing = 0;
-  for (size_t round = 0; round < rounds.size(); ++round) {
+  for (size_t round = 0; round < received.size(); ++round) {
     const std::byte* in = received[round].data();
     for (int64_t at = 0; at + static_cast<int64_t>(sizeof(BlockHeader)) <= received_bytes[round];) {
       BlockHeader h;
@@ -262,31 +210,60 @@ Status parallel_read(Dataset& dataset, MPI_Comm comm, bool one_node, size_t budg
       if (h.layout < 0) {
         ++missing;
       } else {
-        rep->min_bytes += static_cast<int64_t>(h.stored);
+        rep.min_bytes += static_cast<int64_t>(h.stored);
         const Layout layout = h.layout ? Layout::kRowMajor : Layout::kHzOrder;
-        placed.push_back(core::make_placed_block(d.runs_to_place(h.block, layout, 0, level), in + at));
+        placed.push_back(core::make_placed_block(d.runs_to_place(h.block, layout, 0, mine.level), in + at));
       }
       at += static_cast<int64_t>(h.bytes);
     }
   }
-  rep->blocks_missing += missing;
-  const core::FieldCoding& fc = d.coding[mine.field];
-  const hzorder::ArrayView view{o, d.space.grid_in_box(box, level), fc.dtype.bytes()};
+  rep.blocks_missing += missing;
+  const core::FieldCoding& fc = d.coding[static_cast<size_t>(mine.field)];
+  const hzorder::ArrayView view{out, d.space.grid_in_box(mine.box, mine.level), fc.dtype.bytes()};
   const core::WindowFill fill{missing > 0 ? core::WindowFill::Start::kDefault : core::WindowFill::Start::kBlocksOnly,
                               fc.dtype, fc.default_value};
   if (static_cast<uint64_t>(view.grid.sample_count()) * fc.dtype.bytes() >= core::kWindowedReadBytes) {
-    core::assemble_windows(core::plan_windows(d.space, level, placed, box, view.grid, fc.dtype.bytes()), placed, view,
-                           fill, d.pool);
-    rep->assembly = "windows";
-    return Status::ok();
+    core::assemble_windows(core::plan_windows(d.space, mine.level, placed, mine.box, view.grid, fc.dtype.bytes()),
+                           placed, view, fill, d.pool);
+    rep.assembly = "windows";
+    return;
   }
-  if (missing > 0) hzorder::fill_samples(o, static_cast<size_t>(view.grid.sample_count()), fc.dtype, fc.default_value);
+  if (missing > 0)
+    hzorder::fill_samples(out, static_cast<size_t>(view.grid.sample_count()), fc.dtype, fc.default_value);
   d.pool.parallel_for(placed.size(), [&](size_t i) {
     for (const hzorder::Run& r : placed[i].runs)
-      hzorder::copy_run(r, box, const_cast<std::byte*>(placed[i].data), view, hzorder::Direction::kBlockToArray);
+      hzorder::copy_run(r, mine.box, const_cast<std::byte*>(placed[i].data), view, hzorder::Direction::kBlockToArray);
   });
-  rep->assembly = "blocks";
+  rep.assembly = "blocks";
+}
+
+}  // namespace
+
+Status parallel_read(Dataset& dataset, MPI_Comm comm, bool one_node, size_t budget, const ReadTarget& target,
+                     ReadMethod method, ReadReport& report) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  core::DatasetParts d(dataset);
+  ReadRequest mine;
+  HZIO_RETURN_IF_ERROR(agree(comm, make_request(dataset, d, target, mine)));
+  const std::vector<ReadRequest> requests = gather_requests(comm, mine);
+  std::vector<int64_t> block_bytes;
+  for (size_t f = 0; f < d.coding.size(); ++f)
+    block_bytes.push_back(static_cast<int64_t>(d.block_bytes(static_cast<int>(f))));
+  const ReadPlan plan = plan_read(d.idx, d.space, requests, block_bytes, one_node, budget, method);
+  auto* out = static_cast<std::byte*>(target.out);
+  if (plan.method == ReadMethod::kIndependent) {
+    report.method = "independent";
+    const Status s =
+        mine.empty ? Status::ok() : d.read_box(mine.box, mine.level, 0, mine.field, mine.time, out, &report, true);
+    return agree(comm, s);
+  }
+  report.method = "two-phase";
+  std::vector<util::LargeBuffer> received;
+  std::vector<int64_t> received_bytes;
+  HZIO_RETURN_IF_ERROR(exchange_blocks(comm, d, plan, received, received_bytes, report));
+  if (!mine.empty) assemble(d, received, received_bytes, mine, out, report);
   return Status::ok();
 }
 
-}  // namespace hzio
+}  // namespace hzio::parallel
