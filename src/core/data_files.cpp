@@ -8,7 +8,6 @@
 #include <future>
 
 #include "format/file_name.hpp"
-#include "util/clock.hpp"
 
 namespace hzio::core {
 
@@ -263,16 +262,6 @@ Status DataFiles::wait_written(Pending& p) {
 Status DataFiles::write_out() {
   std::lock_guard lock(mutex_);
   for (auto& [key, p] : pending_) HZIO_RETURN_IF_ERROR(write_out(*p));
-  return Status::ok();
-}
-
-Status DataFiles::write_out(std::span<std::byte* const> staged, std::span<double> write_seconds) {
-  const double t0 = util::now_seconds();
-  HZIO_RETURN_IF_ERROR(write_out());
-  const double t1 = util::now_seconds();
-  const auto in_stage = std::count_if(staged.begin(), staged.end(), [](const std::byte* b) { return b != nullptr; });
-  for (size_t i = 0; i < staged.size(); ++i)
-    if (staged[i]) write_seconds[i] += (t1 - t0) / static_cast<double>(in_stage);
   return Status::ok();
 }
 

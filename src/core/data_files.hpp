@@ -61,10 +61,9 @@ class DataFiles {
   // memory for the staging buffer).
   Result<std::byte*> staged(const Reserved& r);
   // Local, not thread-safe. Starts writing every log's staged bytes to its file (direct I/O, one
-  // writer thread per log, which overlaps the disk with the next batch's encoding), and shares its time
-  // out over the blocks of a batch that were staged (staged[i] not null): added to write_seconds[i] for
-  // the write report. Errors: kIo, also of an earlier write-out that failed.
-  Status write_out(std::span<std::byte* const> staged, std::span<double> write_seconds);
+  // writer thread per log, which overlaps the disk with the next batch's encoding). Errors: kIo, also of
+  // an earlier write-out that failed.
+  Status write_out();
   // Local, thread-safe. Attaches statistics to a reserved block; call after its bytes are written to ask
   // for early write-back of the log.
   void finish_reserved(int field, int64_t time, uint64_t block, const stats::BlockStats* block_stats);
@@ -113,7 +112,6 @@ class DataFiles {
   Status prepare_locked();
   void remove_pending_files();                  // every log and temporary file of pending_, then pending_ cleared
   Status make_stage(Pending& p, uint64_t end);  // room in p.stage for the log's bytes up to `end`
-  Status write_out();                           // every log's staged bytes
   Status write_out(Pending& p);                 // hands the staged bytes to a writer thread
   Status wait_written(Pending& p);              // waits for the writer; the log's first write error if any
   Status load_stats(Stored& s, ReadReport* report);

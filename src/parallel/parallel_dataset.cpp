@@ -48,6 +48,19 @@ class ParallelDataset::Impl {
   core::DatasetParts ds() { return core::DatasetParts(*dataset); }
   Status stage(const Box& box, std::string_view field, int64_t time, const void* data, size_t size_bytes, bool borrow);
   Result<WriteReport> flush();
+  // What a flush moves: every rank's boxes, the timesteps they write, the write plan and this rank's
+  // plan of each round.
+  struct FlushPlan {
+    std::vector<parallel::BoxInfo> boxes;
+    std::vector<int64_t> times;  // ascending, distinct
+    parallel::WritePlan plan;
+    std::vector<parallel::RoundPlan> rounds;
+    int64_t bytes = 0;  // sample bytes this rank staged
+  };
+  // Collective. Plans the flush and sizes the exchange buffers; errors agree on every rank.
+  Status plan_flush(FlushPlan& fp);
+  // Collective. Plans, exchanges, writes and commits the staged boxes; errors agree on every rank.
+  Status write_staged(FlushPlan& fp, core::WriteTally& t);
   // Local status: a failing rank still joins every later round, and flush() agrees once at the end.
   Status exchange_round(const parallel::WritePlan& plan, const parallel::RoundPlan& io, core::WriteTally& t);
   Status commit(const std::vector<int64_t>& times, const parallel::WritePlan& plan, core::WriteTally& t);
@@ -297,39 +310,33 @@ Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times, const pa
   return s;
 }
 
-Result<WriteReport> ParallelDataset::Impl::flush() {
-  const double start = util::now_seconds();
+Status ParallelDataset::Impl::plan_flush(FlushPlan& fp) {
   core::DatasetParts d = ds();
-  core::WriteTally t(d.idx.bitmask.max_level());
   // Every rank learns every staged box: (field, time, lo, hi) per box.
-  double t0 = util::now_seconds();
   std::vector<int64_t> mine;
-  int64_t bytes = 0;
   for (const Staged& s : staged) {
     mine.insert(mine.end(),
                 {s.field, s.time, s.box.lo[0], s.box.lo[1], s.box.lo[2], s.box.hi[0], s.box.hi[1], s.box.hi[2]});
-    bytes += s.box.sample_count() * static_cast<int64_t>(d.coding[static_cast<size_t>(s.field)].dtype.bytes());
+    fp.bytes += s.box.sample_count() * static_cast<int64_t>(d.coding[static_cast<size_t>(s.field)].dtype.bytes());
   }
   std::vector<int> counts;
   const std::vector<int64_t> all = parallel::allgather_int64(comm, mine, counts);
-  std::vector<parallel::BoxInfo> boxes;
-  std::vector<int64_t> times;
   size_t at = 0;
   for (int r = 0; r < size; ++r) {
     for (int i = 0; i < counts[r]; i += 8, at += 8) {
-      boxes.push_back({r, static_cast<int>(all[at]), all[at + 1],
-                       Box{{all[at + 2], all[at + 3], all[at + 4]}, {all[at + 5], all[at + 6], all[at + 7]}}});
-      times.push_back(all[at + 1]);
+      fp.boxes.push_back({r, static_cast<int>(all[at]), all[at + 1],
+                          Box{{all[at + 2], all[at + 3], all[at + 4]}, {all[at + 5], all[at + 6], all[at + 7]}}});
+      fp.times.push_back(all[at + 1]);
     }
   }
-  std::sort(times.begin(), times.end());
-  times.erase(std::unique(times.begin(), times.end()), times.end());
+  std::sort(fp.times.begin(), fp.times.end());
+  fp.times.erase(std::unique(fp.times.begin(), fp.times.end()), fp.times.end());
   std::vector<int64_t> block_bytes;
   for (size_t f = 0; f < d.coding.size(); ++f)
     block_bytes.push_back(static_cast<int64_t>(d.block_bytes(static_cast<int>(f))));
   const parallel::PlanOptions plan_options{options.placement == AggregatorPlacement::kUniform, options.aggregator_count,
                                            options.aggregator_bytes};
-  const parallel::WritePlan plan = parallel::make_write_plan(d.idx, d.space, boxes, size, plan_options, block_bytes);
+  fp.plan = parallel::make_write_plan(d.idx, d.space, fp.boxes, size, plan_options, block_bytes);
   // Each round's sends and receives up front, so that the buffers are sized once and the size limits
   // agreed once for the whole flush.
   size_t mine_at = 0;  // this rank's first box in `boxes`
@@ -339,37 +346,53 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
   const auto shape_of = [&](int field, const Box& box, uint64_t block) {
     return parallel::record_shape(d, field, box, block);
   };
-  std::vector<parallel::RoundPlan> rounds;
   int64_t send_max = 0, recv_max = 0;
-  for (const auto& round : plan.rounds) {
-    rounds.push_back(
-        parallel::plan_round(d.idx, plan, round, boxes, {mine_at, staged.size()}, rank, size, raw, shape_of));
-    send_max = std::max(send_max, rounds.back().send_bytes);
-    recv_max = std::max(recv_max, rounds.back().recv_bytes);
+  for (const auto& round : fp.plan.rounds) {
+    fp.rounds.push_back(
+        parallel::plan_round(d.idx, fp.plan, round, fp.boxes, {mine_at, staged.size()}, rank, size, raw, shape_of));
+    send_max = std::max(send_max, fp.rounds.back().send_bytes);
+    recv_max = std::max(recv_max, fp.rounds.back().recv_bytes);
   }
   Status ready = send_max > INT_MAX || recv_max > INT_MAX
                      ? unsupported("a round moves more than 2 GiB into or out of one rank; lower aggregator_bytes")
                      : Status::ok();
   if (ready.is_ok()) ready = reserve(send_buffer, static_cast<size_t>(send_max), "send");
   if (ready.is_ok()) ready = reserve(recv_buffer, static_cast<size_t>(recv_max), "receive");
-  Status s = agree(comm, ready);
-  t.phases.restructure += util::now_seconds() - t0;
+  return agree(comm, ready);
+}
+
+Status ParallelDataset::Impl::write_staged(FlushPlan& fp, core::WriteTally& t) {
+  Status s;
+  {
+    util::ScopedSeconds timer(t.phases.restructure);
+    s = plan_flush(fp);
+  }
   Status failed;  // this rank's first error in the rounds: it keeps taking part, the ranks agree after
-  for (size_t r = 0; s.is_ok() && r < plan.rounds.size(); ++r) {
-    Status round = exchange_round(plan, rounds[r], t);
+  for (size_t r = 0; s.is_ok() && r < fp.rounds.size(); ++r) {
+    Status round = exchange_round(fp.plan, fp.rounds[r], t);
     if (!round.is_ok() && failed.is_ok()) failed = round;
   }
   if (s.is_ok()) s = agree(comm, failed);
   staged.clear();
   if (!s.is_ok()) {
-    d.files.abort();
+    ds().files.abort();
     return s;
   }
-  HZIO_RETURN_IF_ERROR(commit(times, plan, t));
-  t.phases.total = util::now_seconds() - start;
+  return commit(fp.times, fp.plan, t);
+}
+
+Result<WriteReport> ParallelDataset::Impl::flush() {
+  core::WriteTally t(ds().idx.bitmask.max_level());
+  FlushPlan fp;
+  Status s;
+  {
+    util::ScopedSeconds timer(t.phases.total);
+    s = write_staged(fp, t);
+  }
+  HZIO_RETURN_IF_ERROR(s);
   int64_t total_bytes = 0;
-  parallel::allreduce(&bytes, &total_bytes, 1, MPI_INT64_T, MPI_SUM, comm);
-  report = reduce(plan, t, total_bytes);
+  parallel::allreduce(&fp.bytes, &total_bytes, 1, MPI_INT64_T, MPI_SUM, comm);
+  report = reduce(fp.plan, t, total_bytes);
   return report;
 }
 
