@@ -114,14 +114,14 @@ def read_sidecar(path):
 def run_query(path, lo, hi, mask):
     """Open the dataset and query ``[lo, hi]``; return the answer and the report."""
     with hzio.open(path) as ds:
-        return ds.query(None, lo, hi, mask=mask), ds.last_report
+        return ds.query(None, lo, hi, mask=mask), ds.last_read_report
 
 
 def run_scan(path, lo, hi, mask):
     """Open the dataset, read everything, then find ``[lo, hi]`` with NumPy (mask, or coordinates and values)."""
     with hzio.open(path) as ds:
         a = ds.read()
-        report = ds.last_report
+        report = ds.last_read_report
     m = (a >= lo) & (a <= hi)
     return (m if mask else (np.argwhere(m), a[m])), report
 
@@ -253,7 +253,7 @@ def variants_of(args):
 def write_variant(path, source, bits, sub_bits):
     """Write ``source`` with ``bits`` per block (raw codec, HZ order) and statistics of 2^sub_bits parts."""
     with hzio.create(path, shape=source.shape, fields={"data": "float32"}, bits_per_block=bits, codec="raw",
-                     overwrite=True, stats_sub_block_bits=sub_bits) as ds:
+                     overwrite=True, sub_block_bits=sub_bits) as ds:
         ds.write(source)
 
 

@@ -109,10 +109,10 @@ def read_raw(path, size, z0, z1, reuse=False):
 
 
 def read_hzio(path, level=None, comm=None, box=None, method=None, threads=0):
-    """Open the dataset (collectively with ``comm``), read, close; return the array and ``last_report``."""
+    """Open the dataset (collectively with ``comm``), read, close; return the array and ``last_read_report``."""
     with hzio.open(path, comm=comm, threads=threads) as ds:
         out = ds.read(level=level) if comm is None else ds.read(box=box, method=method)
-        return out, ds.last_report
+        return out, ds.last_read_report
 
 
 def write_hzio(path, comm, size, z0, z1):
@@ -162,7 +162,7 @@ def part_progressive(args, paths, source, times, reports):
             steps, t0 = [], time.perf_counter()
             with hzio.open(path) as ds:
                 for level, arr in ds.progressive():  # checked after the loop, so the clock sees only hzio
-                    steps.append((level, time.perf_counter() - t0, dict(ds.last_report), arr))
+                    steps.append((level, time.perf_counter() - t0, dict(ds.last_read_report), arr))
                 bitmask = ds.bitmask
             previous = 0.0
             for level, since_open, report, arr in steps:

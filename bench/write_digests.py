@@ -41,7 +41,7 @@ DATASETS = [
          phases=[[op(time=0), op((3, 0, 5), (20, 47, 21), time=2)],
                  [op((10, 10, 10), (13, 40, 25), time=0), op((0, 5, 0), (33, 30, 29), time=2)]]),
     dict(name="i32_lz4_hzorder_boxes", shape=(40, 31, 23), fields={"v": "int32"}, codec="lz4", layout="hzorder",
-         bits_per_block=11, blocks_per_file=4, stats_sub_block_bits=2,
+         bits_per_block=11, blocks_per_file=4, sub_block_bits=2,
          phases=[[op((0, 0, 0), (20, 16, 12)), op((20, 0, 0), (40, 31, 7)), op((0, 16, 12), (17, 31, 23)),
                   op((25, 20, 10), (39, 30, 22))],  # disjoint boxes leaving holes (default value)
                  [op((10, 5, 3), (30, 25, 20))]]),

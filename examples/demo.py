@@ -170,10 +170,10 @@ def read_views(path, field, time_, coarse_drop, box):
     with hzio.open(path) as ds:
         level = max(0, ds.max_level - coarse_drop)
         coarse = ds.read(level=level, field=field, time=time_)
-        coarse_report = ds.last_report
+        coarse_report = ds.last_read_report
         zoom = ds.read(box=box, field=field, time=time_)
         return {"coarse": coarse, "zoom": zoom, "coarse_level": level, "max_level": ds.max_level,
-                "coarse_report": coarse_report, "zoom_report": ds.last_report}
+                "coarse_report": coarse_report, "zoom_report": ds.last_read_report}
 
 
 def check_views(views, truth, box):

@@ -89,7 +89,7 @@ def collective_read_back(comm, path, slab, u):
     """Every rank reads its own slab of the last timestep collectively and checks it."""
     with hzio.open(path, comm=comm) as ds:
         got = ds.read(box=((slab[0], 0, 0), (slab[1],) + ds.shape[1:]), field="u", time=ds.times[-1])
-        method = ds.last_report["method"]
+        method = ds.last_read_report["method"]
     ok = comm.allreduce(bool(np.array_equal(got, u)), op=MPI.LAND)
     if not ok:
         raise AssertionError("a rank read back a slab that differs from its simulation")
@@ -102,7 +102,7 @@ def progressive(path, truth):
     with hzio.open(path) as ds:
         t0 = time.perf_counter()
         for level, arr in ds.progressive(field="u", time=ds.times[-1]):
-            r = ds.last_report
+            r = ds.last_read_report
             print(f"  level {level:2d}: shape {arr.shape}, {r['blocks_read']} blocks, {r['bytes_read']} bytes, "
                   f"{(time.perf_counter() - t0) * 1e3:.1f} ms since start")
         if not np.array_equal(arr, truth):
@@ -115,9 +115,9 @@ def find_front(path, truth, share=0.005):
     lo, hi = float(np.quantile(truth, 1 - share)), float(truth.max())
     with hzio.open(path) as ds:
         coords, values = ds.query("v", lo, hi, time=ds.times[-1])
-        r = ds.last_report
+        r = ds.last_read_report
         ds.read(field="v", time=ds.times[-1])
-        full = ds.last_report["bytes_read"]
+        full = ds.last_read_report["bytes_read"]
     mask = (truth >= lo) & (truth <= hi)
     if not (np.array_equal(coords, np.argwhere(mask)) and np.array_equal(values, truth[mask])):
         raise AssertionError("the front query differs from a full scan of the simulation")

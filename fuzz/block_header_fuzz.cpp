@@ -13,7 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int fields : {1, 2, 3}) {
     for (int64_t bpf : {1, 2, 8}) {
       const uint64_t file_size = size + (size % 7) * 1000;
-      auto entries = hzio::format::decode_header_table(bytes, fields, bpf, file_size, "fuzz.bin");
+      auto entries = hzio::format::parse_header_table(bytes, fields, bpf, file_size, "fuzz.bin");
       if (!entries.is_ok()) continue;
       for (const auto& e : *entries) {
         if (e.present() && (e.offset + e.size > file_size)) std::abort();
@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   for (const auto& comps : {std::vector<int>{1}, std::vector<int>{1, 3}}) {
-    auto table = hzio::stats::decode_stats_file(bytes, comps, 2, 1234, 99, "fuzz.hzstats");
+    auto table = hzio::stats::parse_stats_file(bytes, comps, 2, 1234, 99, "fuzz.hzstats");
     if (table.is_ok() && table->entries.size() != comps.size() * 2) std::abort();
   }
   return 0;

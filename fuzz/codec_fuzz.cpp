@@ -1,4 +1,4 @@
-// libFuzzer target for the codec layer: feeds untrusted bytes as a block payload to decode_block for
+// libFuzzer target for the codec layer: feeds untrusted bytes as a block payload to decompress_block for
 // every codec kind, a few dtypes and block shapes, and every zfp decode mode. ctest replays fuzz/corpus/codec
 // through fuzz/replay_main.cpp; with clang build it as a libFuzzer target:
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc fuzz/codec_fuzz.cpp
@@ -50,13 +50,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const Shape& shape : kShapes) {
     out.assign(static_cast<size_t>(shape.dims[0] * shape.dims[1] * shape.dims[2]) * shape.sample_bytes, std::byte{0});
     for (CodecKind kind : {CodecKind::kRaw, CodecKind::kZip, CodecKind::kLz4}) {
-      check(hzio::codec::decode_block(kind, CodecSpec{}, shape.dtype, shape.ndim, shape.dims, payload, out));
+      check(hzio::codec::decompress_block(kind, CodecSpec{}, shape.dtype, shape.ndim, shape.dims, payload, out));
     }
     for (const char* text : kZfpSpecs) {
       const auto spec = CodecSpec::parse(text);
       if (!spec.is_ok()) std::abort();
-      check(
-          hzio::codec::decode_block(CodecKind::kZfp, spec.value(), shape.dtype, shape.ndim, shape.dims, payload, out));
+      check(hzio::codec::decompress_block(CodecKind::kZfp, spec.value(), shape.dtype, shape.ndim, shape.dims, payload,
+                                          out));
     }
   }
   return 0;

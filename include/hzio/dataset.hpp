@@ -37,16 +37,16 @@ struct CreateOptions {
   std::string time_template = "time_%04d/";
   bool overwrite = false;  // replace an existing dataset at the path
   // Also keep statistics for 2^N equal parts of each block, so that queries read only the matching parts
-  // of raw blocks. kAutoSubBlocks (the default): parts of 4096 samples (N = bits_per_block - 12, at
+  // of raw blocks. kAutoSubBlockBits (the default): parts of 4096 samples (N = bits_per_block - 12, at
   // least 0); 0: per block only.
-  static constexpr int kAutoSubBlocks = -1;
-  int stats_sub_block_bits = kAutoSubBlocks;
+  static constexpr int kAutoSubBlockBits = -1;
+  int sub_block_bits = kAutoSubBlockBits;
 };
 
 struct OpenOptions {
   bool writable = false;
   bool durable = true;                     // fsync data files and the .idx at commit
-  int threads = 0;                         // encode/decode threads; 0 = hardware concurrency
+  int threads = 0;                         // worker threads; 0 = hardware concurrency
   size_t cache_bytes = size_t{256} << 20;  // bound on partially written blocks held in memory
 };
 
@@ -128,11 +128,11 @@ class Dataset {
   std::vector<int64_t> file_first_blocks() const;
   // Local. Computes the statistics of every block of one data file (all fields) and writes its
   // .hzstats sidecar atomically, replacing any older one; the data file is not modified. A missing data
-  // file is skipped. sub_block_bits: 2^N parts per block, or kDatasetGrain: the grain of the .idx's
+  // file is skipped. sub_block_bits: 2^N parts per block, or kDatasetSubBlockBits: the sub-block bits of the .idx's
   // (hzio stats) key, or without the key parts of 4096 samples. Returns the number of blocks indexed.
-  // Errors: kCorrupt, kIo, kInvalidArgument (grain out of range).
-  static constexpr int kDatasetGrain = -1;
-  Result<int64_t> index_file(int64_t time, int64_t first_block, int sub_block_bits = kDatasetGrain);
+  // Errors: kCorrupt, kIo, kInvalidArgument (sub-block bits out of range).
+  static constexpr int kDatasetSubBlockBits = -1;
+  Result<int64_t> index_file(int64_t time, int64_t first_block, int sub_block_bits = kDatasetSubBlockBits);
 
   // Local. Reads and decodes one block. OK for a missing block. Errors: kCorrupt naming the file and
   // block, kIo.
@@ -148,7 +148,8 @@ class Dataset {
   // object created that never committed is removed).
   void abandon();
   bool closed() const;
-  // Local. Timings and bytes of the last commit (flush or close) that wrote something.
+  // Local. Timings and bytes of the last commit (flush or close); one with nothing to write reports
+  // nothing (bytes 0).
   const WriteReport& last_write_report() const;
 
  private:

@@ -1,4 +1,4 @@
-// hzio::ParallelDataset: every MPI rank hands over its own boxes; flush() restructures, HZ-encodes,
+// hzio::ParallelDataset: every MPI rank hands over its own boxes; flush() restructures, HZ-orders,
 // aggregates to one rank per data file and writes. Public C++ API; needs MPI (include only in MPI codes).
 #pragma once
 
@@ -23,7 +23,7 @@ struct ParallelOptions {
   int aggregator_count = 0;                     // at most this many distinct aggregators; 0 = no cap
   size_t aggregator_bytes = size_t{256} << 20;  // memory an aggregator may take per round
   bool durable = true;                          // fsync data files and the .idx
-  int threads = 1;                              // encode threads per rank (ranks usually fill the cores)
+  int threads = 1;                              // worker threads per rank (ranks usually fill the cores)
 };
 
 class ParallelDataset {
@@ -41,6 +41,10 @@ class ParallelDataset {
   // what this rank read from disk. Errors agree on every rank.
   Status read_box(const Box& box, int level, std::string_view field, int64_t time, void* out, size_t out_bytes,
                   ReadReport* report = nullptr, ReadMethod method = ReadMethod::kAuto);
+  // Collective. This rank's part of a read_box that it cannot make (a binding found its arguments wrong
+  // before calling read_box): the other ranks' read_box, and this call, return `error` (kInvalidArgument
+  // if it is ok), so that no rank waits for this one.
+  Status fail_read(const Status& error);
   // Local: never communicates. Writes staged since the last flush() are dropped; call close() first.
   ~ParallelDataset();
 
@@ -54,6 +58,7 @@ class ParallelDataset {
 
   // Collective. Writes every staged box: the data files become durable, then the .idx is replaced.
   // The files are byte-identical to a one-process write of the same data. Errors agree on every rank.
+  // Returns the write report of this flush (also kept as last_write_report()).
   Result<WriteReport> flush();
   // Collective. flush() then close. Errors agree on every rank.
   Status close();
@@ -63,8 +68,9 @@ class ParallelDataset {
   Dataset& dataset();
   // Local. The communicator the dataset's Collective calls run over (a duplicate of the one given).
   MPI_Comm comm() const;
-  // Local. The write report of the last flush() or close() that wrote something (identical on every rank).
-  const WriteReport& last_report() const;
+  // Local. The write report of the last flush() or close() (identical on every rank); one with nothing to
+  // write reports nothing.
+  const WriteReport& last_write_report() const;
 
   class Impl;
 

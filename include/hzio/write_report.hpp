@@ -1,5 +1,5 @@
 // WriteReport: phase timings and byte counts of one commit (flush), from one process or many ranks.
-// Public C++ API; Python and the CLI expose it as JSON.
+// Public C++ API; Python gives it as a dict (Dataset.last_write_report), the MPI C API as JSON text.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +11,8 @@ namespace hzio {
 // Seconds spent in each phase of a write. For parallel writes, one value per rank reduced to max or mean.
 struct PhaseTimes {
   double restructure = 0;  // cutting each rank's boxes into per-block pieces
-  double hz = 0;           // HZ encoding (whole blocks on their owner, pieces on the aggregator)
-  double aggregate = 0;    // moving pieces to aggregators (MPI collectives)
+  double hz = 0;           // HZ ordering (whole blocks on their owner, pieces on the aggregator)
+  double aggregate = 0;    // moving records to aggregators (MPI point-to-point messages)
   double compress = 0;     // codecs, on the aggregators
   double stats = 0;        // per-block statistics (min, max, count)
   double write = 0;        // data file writes and fsync

@@ -36,9 +36,9 @@ std::unique_ptr<Dataset> create(
     const std::string& path, std::vector<int64_t> dims,
     std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> fields, std::string bitmask,
     int bits_per_block, int64_t blocks_per_file, std::vector<int64_t> times, bool overwrite, bool durable, int threads,
-    int stats_bits) {
+    int sub_block_bits) {
   CreateOptions o;
-  o.stats_sub_block_bits = stats_bits;
+  o.sub_block_bits = sub_block_bits;
   o.dims = std::move(dims);
   for (auto& [name, dtype, codec, layout, dflt] : fields) {
     FieldSpec f;
@@ -91,7 +91,7 @@ NB_MODULE(_core, m) {
   nb::class_<Dataset>(m, "Dataset")
       .def_static("create", &create, nb::arg("path"), nb::arg("dims"), nb::arg("fields"), nb::arg("bitmask"),
                   nb::arg("bits_per_block"), nb::arg("blocks_per_file"), nb::arg("times"), nb::arg("overwrite"),
-                  nb::arg("durable"), nb::arg("threads"), nb::arg("stats_sub_block_bits"))
+                  nb::arg("durable"), nb::arg("threads"), nb::arg("sub_block_bits"))
       .def_static("open", &open, nb::arg("path"), nb::arg("writable"), nb::arg("durable"), nb::arg("threads"))
       .def_prop_ro("path", &Dataset::path)
       .def_prop_ro("ndim", &Dataset::ndim)

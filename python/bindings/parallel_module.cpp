@@ -48,9 +48,9 @@ void bind_parallel(nb::module_& m) {
                      std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> fields,
                      std::string bitmask, int bits_per_block, int64_t blocks_per_file, std::vector<int64_t> times,
                      bool overwrite, std::string placement, int aggregator_count, int64_t aggregator_bytes,
-                     bool durable, int threads, int stats_bits) {
+                     bool durable, int threads, int sub_block_bits) {
                     CreateOptions o;
-                    o.stats_sub_block_bits = stats_bits;
+                    o.sub_block_bits = sub_block_bits;
                     o.dims = std::move(dims);
                     for (auto& [name, dtype, codec, layout, dflt] : fields) {
                       auto dt = DType::parse(dtype);
@@ -86,8 +86,13 @@ void bind_parallel(nb::module_& m) {
                m = ReadMethod::kIndependent;
              else if (method == "two-phase")
                m = ReadMethod::kTwoPhase;
-             else if (method != "auto")
-               throw HzioError{invalid_argument("read method '" + method + "' is not auto, independent or two-phase")};
+             else if (method != "auto") {
+               // The other ranks are in the collective read: join it with the error.
+               const Status bad =
+                   invalid_argument("read method '" + method + "' is not auto, independent or two-phase");
+               nb::gil_scoped_release release;
+               check(d.fail_read(bad));
+             }
              ReadReport r;
              void* ptr = out.data();
              const size_t n = out.nbytes();
@@ -97,6 +102,13 @@ void bind_parallel(nb::module_& m) {
              }
              return hzio::bindings::report_dict(r);
            })
+      .def(
+          "fail_read",
+          [](ParallelDataset& d, const std::string& message) {
+            nb::gil_scoped_release release;
+            check(d.fail_read(invalid_argument(message)));
+          },
+          nb::arg("message"))
       .def_prop_ro("dataset", &ParallelDataset::dataset, nb::rv_policy::reference_internal)
       .def(
           "write_box",
@@ -124,5 +136,5 @@ void bind_parallel(nb::module_& m) {
              nb::gil_scoped_release release;
              check(d.close());
            })
-      .def_prop_ro("last_report", [](const ParallelDataset& d) { return d.last_report().to_json(); });
+      .def_prop_ro("last_write_report", [](const ParallelDataset& d) { return d.last_write_report().to_json(); });
 }

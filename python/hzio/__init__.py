@@ -51,7 +51,7 @@ def _fields_list(fields, codec, layout):
 
 
 def _sub_blocks(value):
-    return -1 if value is None else int(value)  # -1: CreateOptions::kAutoSubBlocks
+    return -1 if value is None else int(value)  # -1: CreateOptions::kAutoSubBlockBits
 
 
 def create(path: str | os.PathLike, shape: Sequence[int], fields: Mapping[str, Any] | Sequence[tuple], *,
@@ -59,7 +59,7 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: Mapping[str, A
            codec: str = "raw", layout: str = "hzorder", times: Iterable[int] | None = None, overwrite: bool = False,
            durable: bool = True, threads: int = 0, comm: Any = None, placement: str = "localized",
            aggregator_count: int = 0, aggregator_bytes: int = 256 << 20,
-           stats_sub_block_bits: int | None = None) -> Dataset:
+           sub_block_bits: int | None = None) -> Dataset:
     """Create an IDX dataset and return it open for writing (a context manager).
 
     Local without ``comm``; Collective over ``comm`` (an mpi4py communicator), returning a
@@ -87,7 +87,7 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: Mapping[str, A
     durable : bool
         fsync data files and the .idx at each commit.
     threads : int
-        Encode/decode threads (0 = one per core without ``comm``, one per rank with ``comm``).
+        Worker threads (0 = one per core without ``comm``, one per rank with ``comm``).
     comm : mpi4py.MPI.Comm, optional
         Write collectively: every rank stages its own boxes, ``flush``/``close`` are Collective.
     placement : str
@@ -96,7 +96,7 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: Mapping[str, A
         Cap on distinct aggregator ranks (0 = no cap).
     aggregator_bytes : int
         Memory an aggregator may take per round; larger files are written in several rounds.
-    stats_sub_block_bits : int, optional
+    sub_block_bits : int, optional
         Besides per-block statistics, keep them for ``2**N`` equal parts of each block, so that
         queries read only the matching parts of raw blocks. ``None`` (default): parts of 4096 samples
         (``N = bits_per_block - 12``, at least 0); ``0``: per block only.
@@ -109,9 +109,9 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: Mapping[str, A
     if comm is not None:
         from .parallel import create_parallel
         return create_parallel(comm, *args, bool(durable), int(threads) or 1, placement, int(aggregator_count),
-                               int(aggregator_bytes), _sub_blocks(stats_sub_block_bits))
+                               int(aggregator_bytes), _sub_blocks(sub_block_bits))
     core = _core.Dataset.create(args[0], list(reversed(shape)), *args[2:], bool(durable), int(threads),
-                                _sub_blocks(stats_sub_block_bits))
+                                _sub_blocks(sub_block_bits))
     return Dataset(core)
 
 

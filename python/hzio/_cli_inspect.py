@@ -126,7 +126,7 @@ def read(args):
     with hzio.open(args.dataset) as ds:
         box = parse_box(args.box, *dataset_box(ds))
         array = ds.read(box=box, level=args.level, field=args.field, time=args.time)
-        report = ds.last_report or {}
+        report = ds.last_read_report or {}
         level = ds.max_level if args.level is None else args.level
     output = str(args.output)
     output += "" if output.endswith(".npy") else ".npy"  # what np.save does

@@ -48,11 +48,11 @@ def query(args):
         component = _component(ds, field, args.component)
         level = ds.max_level if args.level is None else args.level
         coords, values = ds.query(field, lo, hi, time=time, box=box, level=level, component=component)
-        report = dict(ds.last_report or {})
+        report = dict(ds.last_read_report or {})
         path, ndim, box = ds.path, ds.ndim, box or dataset_box(ds)
     with hzio.open(args.dataset) as ds:  # a fresh open, so that both byte counts include the header reads
         ds.read(box=box, level=level, field=field, time=time)
-        full = dict(ds.last_report or {})
+        full = dict(ds.last_read_report or {})
     out = None if args.out is None else str(args.out) + ("" if str(args.out).endswith(".npz") else ".npz")
     if out is not None:
         np.savez(out, coords=coords, values=values)

@@ -162,8 +162,8 @@ def _add_index(sub):
                      "not modified. Under mpiexec the data files are shared over the ranks and rank 0 prints.")
     p.add_argument("dataset", metavar="DATASET", help="the .idx file")
     p.add_argument("--sub-block-bits", metavar="N", type=int, default=None,
-                   help="also keep statistics of 2^N equal parts of each block (default: the grain hzio's writers "
-                        "use for the dataset, else parts of 4096 samples; 0: whole blocks only)")
+                   help="also keep statistics of 2^N equal parts of each block (default: the sub-block bits "
+                        "hzio's writers use for the dataset, else parts of 4096 samples; 0: whole blocks only)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

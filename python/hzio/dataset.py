@@ -34,7 +34,7 @@ class Dataset:
         self._core = core
         self._ndim = core.ndim
         self._fields = {name: parse_dtype(dtype) for name, dtype, _, _, _ in core.fields}
-        self.last_report = None
+        self.last_read_report = None
         self.last_write_report = None
 
     # ---------------------------------------------------------------- metadata
@@ -169,7 +169,7 @@ class Dataset:
         lo3, hi3 = to_xfirst(lo, self._ndim, 0), to_xfirst(hi, self._ndim, 1)
         _, _, count = self._core.level_grid(lo3, hi3, level)
         arr = self._alloc(field, to_zyx(count, self._ndim), out)
-        self.last_report = self._core.read_box(lo3, hi3, level, field, time, arr)
+        self.last_read_report = self._core.read_box(lo3, hi3, level, field, time, arr)
         return arr
 
     def __getitem__(self, key):
@@ -215,8 +215,8 @@ class Dataset:
             level = reader.next_level
             _, _, count = reader.next_grid()
             arr = self._alloc(field, to_zyx(count, self._ndim), None)
-            self.last_report = reader.next(arr)
-            self.last_report["level"] = level
+            self.last_read_report = reader.next(arr)
+            self.last_read_report["level"] = level
             yield level, arr
 
     def query(self, field, lo, hi, time=None, box=None, level=None, mask=False, component=None):
@@ -240,7 +240,7 @@ class Dataset:
         (coords, values) or numpy.ndarray
             ``coords`` is an ``(n, ndim)`` int64 array of sample coordinates in ``[z, y, x]`` order, in
             C order; ``values`` holds the matching samples (``(n, ncomp)`` for vector fields).
-            ``last_report`` tells blocks read and skipped and bytes read.
+            ``last_read_report`` tells blocks read and skipped and bytes read.
 
         Examples
         --------
@@ -257,7 +257,7 @@ class Dataset:
         level = -1 if level is None else _level(level, self.max_level)
         lo3, hi3 = to_xfirst(blo, self._ndim, 0), to_xfirst(bhi, self._ndim, 1)
         r = self._core.query(lo3, hi3, level, field, time, float(lo), float(hi), int(component), bool(mask))
-        self.last_report = r["report"]
+        self.last_read_report = r["report"]
         if mask:
             _, _, count = self._core.level_grid(lo3, hi3, level)
             return np.frombuffer(r["mask"], dtype=np.uint8).astype(bool).reshape(to_zyx(count, self._ndim))

@@ -20,7 +20,7 @@ def index(path, sub_block_bits=None, comm=None, threads=0):
     """Compute and store the statistics of every block of every field and timestep.
 
     ``sub_block_bits``: also keep the statistics of ``2**N`` equal parts of each block; ``None`` (the
-    default) keeps the grain hzio's writers use for this dataset (its ``.idx`` key), or, for datasets
+    default) keeps the sub-block bits hzio's writers use for this dataset (its ``.idx`` key), or, for datasets
     written elsewhere, parts of 4096 samples as :func:`hzio.create` picks (``bits_per_block - 12``, at
     least 0); 0 keeps whole blocks only. Local without ``comm``; Collective with it (every rank must
     call it). Returns a dict with the numbers of data files and blocks indexed (summed over ranks), the
@@ -40,7 +40,8 @@ def index(path, sub_block_bits=None, comm=None, threads=0):
         if k % size != rank:
             continue
         try:
-            n = core.index_file(t, first, -1 if sub_block_bits is None else int(sub_block_bits))  # -1: kDatasetGrain
+            # -1: kDatasetSubBlockBits, those of the dataset's (hzio stats) key
+            n = core.index_file(t, first, -1 if sub_block_bits is None else int(sub_block_bits))
         except Exception as e:  # keep going so that every rank reaches the collective below
             error = error or e
             continue

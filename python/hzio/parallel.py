@@ -56,30 +56,42 @@ class ParallelDataset(Dataset):
 
         ``method`` is ``"auto"``, ``"independent"`` (each rank reads its blocks) or ``"two-phase"`` (each
         data file is read once by one rank, which sends decoded blocks to the ranks that asked);
-        ``last_report["method"]`` says which ran. Slicing (``ds[...]``, ``ds.level(h)[...]``) is
+        ``last_read_report["method"]`` says which ran. Slicing (``ds[...]``, ``ds.level(h)[...]``) is
         Collective too, since it calls this method.
         """
-        field, time = self._field(field), self._time(time)
-        if box is not None and len(box) == 2 and any(int(h) <= int(l) for l, h in zip(*box)):
-            box = ()  # an empty box (e.g. an empty level-view slice) still joins the collective
-        if box is not None and len(box) == 0:
-            _, scalar, comps = self._fields[field]
-            arr = np.empty((0,) * self._ndim + ((comps,) if comps > 1 else ()), dtype=scalar)
-            lo3 = hi3 = (0, 0, 0)
-            level = -1 if level is None else int(level)
-        else:
-            lo, hi = self._box(box)
-            level = -1 if level is None else _level(level, self.max_level)
-            lo3, hi3 = to_xfirst(lo, self._ndim, 0), to_xfirst(hi, self._ndim, 1)
-            _, _, count = self._core.level_grid(lo3, hi3, level)
-            arr = self._alloc(field, to_zyx(count, self._ndim), out)
-        self.last_report = self._pcore.read_box(lo3, hi3, level, field, time, arr, method)
+        try:
+            field, time = self._field(field), self._time(time)
+            if box is not None and len(box) == 2 and any(int(h) <= int(l) for l, h in zip(*box)):
+                box = ()  # an empty box (e.g. an empty level-view slice) still joins the collective
+            if box is not None and len(box) == 0:
+                _, scalar, comps = self._fields[field]
+                arr = np.empty((0,) * self._ndim + ((comps,) if comps > 1 else ()), dtype=scalar)
+                lo3 = hi3 = (0, 0, 0)
+                level = -1 if level is None else int(level)
+            else:
+                lo, hi = self._box(box)
+                level = -1 if level is None else _level(level, self.max_level)
+                lo3, hi3 = to_xfirst(lo, self._ndim, 0), to_xfirst(hi, self._ndim, 1)
+                _, _, count = self._core.level_grid(lo3, hi3, level)
+                arr = self._alloc(field, to_zyx(count, self._ndim), out)
+        except Exception as e:
+            # The other ranks are in the collective read: join it with this rank's error, then raise.
+            try:
+                self._pcore.fail_read(f"{type(e).__name__}: {e}")
+            except Exception:
+                pass
+            raise
+        self.last_read_report = self._pcore.read_box(lo3, hi3, level, field, time, arr, method)
         return arr
 
     def _getitem(self, key, field, time):
         # Every rank must take part in the collective read, even with an empty selection.
         from ._indexing import plan
-        lo, _, picks = plan(key, self.shape)
+        try:
+            lo, _, picks = plan(key, self.shape)
+        except Exception as e:
+            self._pcore.fail_read(f"{type(e).__name__}: {e}")  # raises the agreed error on every rank
+            raise
         if lo is None:
             self.read(box=(), field=field, time=time)
         return super()._getitem(key, field, time) if lo is not None else self._empty(field, picks)
@@ -105,7 +117,7 @@ class ParallelDataset(Dataset):
             self._borrowed.append(args[-1])
 
     def flush(self):
-        """Collective. Restructure, HZ-encode, aggregate and write every staged box, then commit.
+        """Collective. Restructure, HZ-order, aggregate and write every staged box, then commit.
 
         Returns the write report as a dict (``ranks``, ``aggregators``, ``rounds``, ``placement``,
         ``bytes``, ``file_bytes``, ``files``, per-phase seconds under ``max`` and ``mean``, ``levels``).
@@ -123,7 +135,7 @@ class ParallelDataset(Dataset):
                 self._pcore.close()
             finally:
                 self._borrowed.clear()
-            self.last_write_report = json.loads(self._pcore.last_report)
+            self.last_write_report = json.loads(self._pcore.last_write_report)
 
     def __exit__(self, exc_type, exc, tb):
         if exc_type is None:
@@ -135,12 +147,12 @@ class ParallelDataset(Dataset):
 
 
 def create_parallel(comm, path, shape, fields, bitmask, bits_per_block, blocks_per_file, times, overwrite, durable,
-                    threads, placement, aggregator_count, aggregator_bytes, stats_sub_block_bits=0):
+                    threads, placement, aggregator_count, aggregator_bytes, sub_block_bits=0):
     """Collective form of :func:`hzio.create` (see there)."""
     _require_mpi()
     pcore = _core.ParallelDataset.create(_fortran_handle(comm), path, list(reversed(shape)), fields, bitmask,
                                          bits_per_block, blocks_per_file, times, overwrite, placement,
-                                         aggregator_count, aggregator_bytes, durable, threads, stats_sub_block_bits)
+                                         aggregator_count, aggregator_bytes, durable, threads, sub_block_bits)
     return ParallelDataset(pcore, comm)
 
 

@@ -79,7 +79,9 @@ hzio_status hzio_pdataset_flush(hzio_pdataset* ds, char* report_json, size_t rep
 
 hzio_status hzio_pdataset_read_box(hzio_pdataset* ds, const int64_t lo[3], const int64_t hi[3], int level,
                                    const char* field, int64_t time, void* out, size_t size, hzio_read_method method) {
-  if (!ds || !lo || !hi) return hzio::c_api::fail(hzio::invalid_argument("dataset, lo or hi is NULL"));
+  if (!ds) return hzio::c_api::fail(hzio::invalid_argument("dataset is NULL"));
+  // The other ranks are in the collective read: this rank joins it with its error.
+  if (!lo || !hi) return hzio::c_api::done(ds->ds->fail_read(hzio::invalid_argument("lo or hi is NULL")));
   const hzio::ReadMethod m = method == HZIO_READ_INDEPENDENT ? hzio::ReadMethod::kIndependent
                              : method == HZIO_READ_TWO_PHASE ? hzio::ReadMethod::kTwoPhase
                                                              : hzio::ReadMethod::kAuto;

@@ -1,4 +1,4 @@
-// Codec specs (parse / to_string), the flags-nibble mapping, and the encode_block / decode_block
+// Codec specs (parse / to_string), the flags-nibble mapping, and the compress_block / decompress_block
 // dispatch to the per-codec files declared in codec_impl.hpp. Layer: codec.
 #include "codec/codec.hpp"
 
@@ -241,21 +241,21 @@ Result<CodecKind> codec_kind_from_flags(uint32_t flags) {
   }
 }
 
-Status encode_block(const CodecSpec& spec, DType dtype, int ndim, const std::array<int64_t, 3>& block_dims,
-                    std::span<const std::byte> raw, std::vector<std::byte>& out) {
+Status compress_block(const CodecSpec& spec, DType dtype, int ndim, const std::array<int64_t, 3>& block_dims,
+                      std::span<const std::byte> samples, std::vector<std::byte>& out) {
   try {
-    HZIO_RETURN_IF_ERROR(check_block_size("encode_block", dtype, block_dims, raw.size()));
+    HZIO_RETURN_IF_ERROR(check_block_size("compress_block", dtype, block_dims, samples.size()));
     switch (spec.kind) {
       case CodecKind::kRaw:
-        return detail::encode_raw(raw, out);
+        return detail::encode_raw(samples, out);
       case CodecKind::kZip:
-        return detail::encode_zip(spec.zip_level, raw, out);
+        return detail::encode_zip(spec.zip_level, samples, out);
       case CodecKind::kLz4:
-        return detail::encode_lz4(raw, out);
+        return detail::encode_lz4(samples, out);
       case CodecKind::kZfp:
-        return detail::encode_zfp(spec.zfp_encode, dtype, ndim, block_dims, raw, out);
+        return detail::encode_zfp(spec.zfp_encode, dtype, ndim, block_dims, samples, out);
     }
-    return internal_error("encode_block: bad codec kind " + std::to_string(static_cast<int>(spec.kind)));
+    return internal_error("compress_block: bad codec kind " + std::to_string(static_cast<int>(spec.kind)));
   } catch (const std::bad_alloc&) {
     return internal_error(std::string("out of memory encoding a ") + kind_name(spec.kind) + " block");
   } catch (const std::exception& e) {
@@ -263,11 +263,11 @@ Status encode_block(const CodecSpec& spec, DType dtype, int ndim, const std::arr
   }
 }
 
-Status decode_block(CodecKind kind, const CodecSpec& field_spec, DType dtype, int ndim,
-                    const std::array<int64_t, 3>& block_dims, std::span<const std::byte> payload,
-                    std::span<std::byte> out) {
+Status decompress_block(CodecKind kind, const CodecSpec& field_spec, DType dtype, int ndim,
+                        const std::array<int64_t, 3>& block_dims, std::span<const std::byte> payload,
+                        std::span<std::byte> out) {
   try {
-    HZIO_RETURN_IF_ERROR(check_block_size("decode_block", dtype, block_dims, out.size()));
+    HZIO_RETURN_IF_ERROR(check_block_size("decompress_block", dtype, block_dims, out.size()));
     switch (kind) {
       case CodecKind::kRaw:
         return detail::decode_raw(payload, out);

@@ -46,19 +46,19 @@ struct CodecSpec {
 // OpenVisus can write but hzio does not decode; kCorrupt for unknown codes. Both name the code.
 Result<CodecKind> codec_kind_from_flags(uint32_t flags);
 
-// Local, thread-safe. Compresses one block. `raw` holds prod(block_dims) samples of `dtype`
+// Local, thread-safe. Compresses one block. `samples` holds prod(block_dims) samples of `dtype`
 // in the block's storage order; block_dims is the block grid (x first, unused axes 1) and
 // `ndim` the dataset dimension (zfp needs it). Replaces `out`. Errors: kUnsupported (zfp on a dtype
-// or dimension zfp cannot take), kInternal (compressor failure, or `raw` not prod(block_dims) samples).
-Status encode_block(const CodecSpec& spec, DType dtype, int ndim, const std::array<int64_t, 3>& block_dims,
-                    std::span<const std::byte> raw, std::vector<std::byte>& out);
+// or dimension zfp cannot take), kInternal (compressor failure, or `samples` not prod(block_dims) samples).
+Status compress_block(const CodecSpec& spec, DType dtype, int ndim, const std::array<int64_t, 3>& block_dims,
+                      std::span<const std::byte> samples, std::vector<std::byte>& out);
 
 // Local, thread-safe. Decompresses one block payload stored with `kind` (from the block flags) into
-// `out`, whose size is exactly the block's raw size. `field_spec` supplies zfp's decode mode.
+// `out`, whose size is exactly the block's decoded size. `field_spec` supplies zfp's decode mode.
 // Never reads or writes outside the spans, whatever the payload bytes. Errors: kCorrupt when the
-// payload does not decode to exactly out.size() bytes; kUnsupported as for encode_block.
-Status decode_block(CodecKind kind, const CodecSpec& field_spec, DType dtype, int ndim,
-                    const std::array<int64_t, 3>& block_dims, std::span<const std::byte> payload,
-                    std::span<std::byte> out);
+// payload does not decode to exactly out.size() bytes; kUnsupported as for compress_block.
+Status decompress_block(CodecKind kind, const CodecSpec& field_spec, DType dtype, int ndim,
+                        const std::array<int64_t, 3>& block_dims, std::span<const std::byte> payload,
+                        std::span<std::byte> out);
 
 }  // namespace hzio::codec

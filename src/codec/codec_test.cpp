@@ -61,14 +61,14 @@ std::vector<T> random_values(size_t n, uint32_t seed, Dist dist) {
 
 Bytes encode(const CodecSpec& spec, DType dtype, int ndim, Dims dims, std::span<const std::byte> raw) {
   Bytes out;
-  const Status s = encode_block(spec, dtype, ndim, dims, raw, out);
+  const Status s = compress_block(spec, dtype, ndim, dims, raw, out);
   EXPECT_TRUE(s.is_ok()) << s.to_string();
   return out;
 }
 
 Status decode(const CodecSpec& spec, DType dtype, int ndim, Dims dims, std::span<const std::byte> payload,
               std::span<std::byte> out) {
-  return decode_block(spec.kind, spec, dtype, ndim, dims, payload, out);
+  return decompress_block(spec.kind, spec, dtype, ndim, dims, payload, out);
 }
 
 TEST(Codec, RawZipAndLz4RoundTripRandomBytesOfManySizes) {
@@ -162,7 +162,7 @@ TEST(Codec, DecodeIntoTheWrongSizeIsCorruptNamingTheExpectedSize) {
 TEST(Codec, BuffersNotMatchingBlockDimsAreAnInternalError) {
   Bytes out(100), encoded;
   EXPECT_EQ(decode(spec_of("raw"), kF32, 1, {100, 1, 1}, Bytes(100), out).code(), ErrorCode::kInternal);
-  EXPECT_EQ(encode_block(spec_of("zip"), kU8, 1, {0, 1, 1}, Bytes(100), encoded).code(), ErrorCode::kInternal);
+  EXPECT_EQ(compress_block(spec_of("zip"), kU8, 1, {0, 1, 1}, Bytes(100), encoded).code(), ErrorCode::kInternal);
 }
 
 TEST(CodecSpec, ParsesEveryDocumentedForm) {
@@ -320,10 +320,10 @@ TEST(Zfp, UnsupportedDtypesAndDimensionsAreRejected) {
                                      {DType{Scalar::kInt16, 1}, 2},
                                      {DType{Scalar::kFloat32, 3}, 12}}) {
     Bytes raw(static_cast<size_t>(64 * 64 * sample_bytes));
-    EXPECT_EQ(encode_block(spec, dtype, 2, {64, 64, 1}, raw, payload).code(), ErrorCode::kUnsupported);
+    EXPECT_EQ(compress_block(spec, dtype, 2, {64, 64, 1}, raw, payload).code(), ErrorCode::kUnsupported);
     EXPECT_EQ(decode(spec, dtype, 2, {64, 64, 1}, Bytes(raw), raw).code(), ErrorCode::kUnsupported);
   }
-  EXPECT_EQ(encode_block(spec, kF32, 4, {16, 1, 1}, Bytes(64), payload).code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(compress_block(spec, kF32, 4, {16, 1, 1}, Bytes(64), payload).code(), ErrorCode::kUnsupported);
 }
 
 TEST(Zfp, TruncatedPayloadsAreCorruptAndGarbledOnesNeverCrash) {

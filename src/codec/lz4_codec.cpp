@@ -1,4 +1,4 @@
-// The lz4 (code 7) block codec: each payload is one raw LZ4 block (no frame, no size prefix);
+// The lz4 (code 7) block codec: each payload is one frameless LZ4 block (no frame, no size prefix);
 // the decoded size comes from the block grid, never from the payload. Layer: codec.
 #include <lz4.h>
 
@@ -6,19 +6,19 @@
 
 namespace hzio::codec::detail {
 
-Status encode_lz4(std::span<const std::byte> raw, std::vector<std::byte>& out) {
-  if (raw.size() > static_cast<size_t>(LZ4_MAX_INPUT_SIZE)) {
-    return unsupported("lz4 cannot compress a block of " + std::to_string(raw.size()) + " bytes (limit " +
+Status encode_lz4(std::span<const std::byte> samples, std::vector<std::byte>& out) {
+  if (samples.size() > static_cast<size_t>(LZ4_MAX_INPUT_SIZE)) {
+    return unsupported("lz4 cannot compress a block of " + std::to_string(samples.size()) + " bytes (limit " +
                        std::to_string(LZ4_MAX_INPUT_SIZE) + ")");
   }
-  const int bound = LZ4_compressBound(static_cast<int>(raw.size()));
+  const int bound = LZ4_compressBound(static_cast<int>(samples.size()));
   out.resize(static_cast<size_t>(bound));
   const char dummy = 0;
-  const char* src = raw.empty() ? &dummy : reinterpret_cast<const char*>(raw.data());
-  const int n = LZ4_compress_default(src, reinterpret_cast<char*>(out.data()), static_cast<int>(raw.size()), bound);
+  const char* src = samples.empty() ? &dummy : reinterpret_cast<const char*>(samples.data());
+  const int n = LZ4_compress_default(src, reinterpret_cast<char*>(out.data()), static_cast<int>(samples.size()), bound);
   if (n <= 0) {
     out.clear();
-    return internal_error("LZ4_compress_default failed on a block of " + std::to_string(raw.size()) + " bytes");
+    return internal_error("LZ4_compress_default failed on a block of " + std::to_string(samples.size()) + " bytes");
   }
   out.resize(static_cast<size_t>(n));
   return Status::ok();

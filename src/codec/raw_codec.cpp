@@ -1,13 +1,13 @@
 // The raw (uncompressed, code 0) block codec: the payload is the block's bytes as they are.
-// Layer: codec; reached through encode_block / decode_block in codec.cpp.
+// Layer: codec; reached through compress_block / decompress_block in codec.cpp.
 #include <cstring>
 
 #include "codec/codec_impl.hpp"
 
 namespace hzio::codec::detail {
 
-Status encode_raw(std::span<const std::byte> raw, std::vector<std::byte>& out) {
-  out.assign(raw.begin(), raw.end());
+Status encode_raw(std::span<const std::byte> samples, std::vector<std::byte>& out) {
+  out.assign(samples.begin(), samples.end());
   return Status::ok();
 }
 

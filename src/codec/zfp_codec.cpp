@@ -172,18 +172,18 @@ bool aligned_for(const void* p, DType dtype) { return reinterpret_cast<uintptr_t
 }  // namespace
 
 Status encode_zfp(const ZfpMode& mode, DType dtype, int ndim, const std::array<int64_t, 3>& block_dims,
-                  std::span<const std::byte> raw, std::vector<std::byte>& out) {
+                  std::span<const std::byte> samples, std::vector<std::byte>& out) {
   HZIO_ASSIGN_OR_RETURN(const zfp_type type, zfp_type_of(dtype));
   HZIO_RETURN_IF_ERROR(check_shape(ndim, block_dims));
   // zfp reads the samples through typed pointers, so give it aligned storage.
   std::vector<uint64_t> aligned;
-  const void* samples = raw.data();
-  if (!aligned_for(samples, dtype)) {
-    aligned.resize((raw.size() + 7) / 8);
-    std::memcpy(aligned.data(), raw.data(), raw.size());
-    samples = aligned.data();
+  const void* data = samples.data();
+  if (!aligned_for(data, dtype)) {
+    aligned.resize((samples.size() + 7) / 8);
+    std::memcpy(aligned.data(), samples.data(), samples.size());
+    data = aligned.data();
   }
-  FieldPtr field = make_field(type, ndim, block_dims, const_cast<void*>(samples));
+  FieldPtr field = make_field(type, ndim, block_dims, const_cast<void*>(data));
   if (!field) return internal_error("zfp_field allocation failed");
   HZIO_ASSIGN_OR_RETURN(StreamPtr zfp, open_stream(mode));
   const size_t max_bytes = zfp_stream_maximum_size(zfp.get(), field.get());

@@ -1,6 +1,6 @@
 // The zip (code 3) block codec: each payload is one zlib stream (RFC 1950: 2-byte header,
 // deflate data, Adler-32 trailer), as OpenVisus writes with compress2 and reads with uncompress.
-// Layer: codec; reached through encode_block / decode_block in codec.cpp.
+// Layer: codec; reached through compress_block / decompress_block in codec.cpp.
 #include <zlib.h>
 
 #include <limits>
@@ -27,16 +27,16 @@ const char* zlib_reason(int rc) {
 
 }  // namespace
 
-Status encode_zip(int level, std::span<const std::byte> raw, std::vector<std::byte>& out) {
+Status encode_zip(int level, std::span<const std::byte> samples, std::vector<std::byte>& out) {
   if (level < Z_DEFAULT_COMPRESSION || level > Z_BEST_COMPRESSION) {
     return internal_error("zip level " + std::to_string(level) + " is outside -1..9");
   }
-  uLongf size = compressBound(static_cast<uLong>(raw.size()));
+  uLongf size = compressBound(static_cast<uLong>(samples.size()));
   out.resize(size);
   // zlib rejects a null source even when its length is 0.
   const Bytef dummy = 0;
-  const Bytef* src = raw.empty() ? &dummy : reinterpret_cast<const Bytef*>(raw.data());
-  const int rc = compress2(reinterpret_cast<Bytef*>(out.data()), &size, src, static_cast<uLong>(raw.size()), level);
+  const Bytef* src = samples.empty() ? &dummy : reinterpret_cast<const Bytef*>(samples.data());
+  const int rc = compress2(reinterpret_cast<Bytef*>(out.data()), &size, src, static_cast<uLong>(samples.size()), level);
   if (rc != Z_OK) {
     out.clear();
     return internal_error(std::string("zlib compress2 failed (zlib: ") + zlib_reason(rc) + ")");

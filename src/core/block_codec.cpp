@@ -26,14 +26,16 @@ Result<Layout> load_block(const BlockLocation& where, const FieldCoding& field, 
       return corrupt(where_text() + "raw payload has " + std::to_string(e.size) + " bytes, expected " +
                      std::to_string(out.size()));
     }
-    HZIO_RETURN_IF_ERROR(where.file->read_at(e.offset, out));
+    const Status read = where.file->read_at(e.offset, out);
+    if (!read.is_ok()) return Status(read.code(), "block " + std::to_string(block) + ": " + read.message());
     return layout;
   }
   scratch.resize(e.size);
-  HZIO_RETURN_IF_ERROR(where.file->read_at(e.offset, scratch));
+  const Status read = where.file->read_at(e.offset, scratch);
+  if (!read.is_ok()) return Status(read.code(), "block " + std::to_string(block) + ": " + read.message());
   const hzorder::Run grid = block_grid(space, block);
-  Status s = codec::decode_block(kind.value(), field.codec, field.dtype, ndim, {grid.ns[0], grid.ns[1], grid.ns[2]},
-                                 scratch, out);
+  Status s = codec::decompress_block(kind.value(), field.codec, field.dtype, ndim, {grid.ns[0], grid.ns[1], grid.ns[2]},
+                                     scratch, out);
   if (!s.is_ok()) return Status(s.code(), where_text() + s.message());
   return layout;
 }
@@ -55,15 +57,15 @@ void convert_layout(const hzorder::HzSpace& space, uint64_t block, Layout from, 
 }
 
 stats::BlockStats stats_as_stored(const FieldCoding& field, const hzorder::HzSpace& space, int ndim, uint64_t block,
-                                  std::span<const std::byte> raw, std::span<const std::byte> payload,
+                                  std::span<const std::byte> samples, std::span<const std::byte> payload,
                                   const Box& dataset_box, int sub_block_bits) {
   const bool lossy =
       field.codec.kind == codec::CodecKind::kZfp && field.codec.zfp_encode.kind != codec::ZfpMode::Kind::kReversible;
   if (lossy && !payload.empty()) {
-    std::vector<std::byte> decoded(raw.size());
+    std::vector<std::byte> decoded(samples.size());
     const hzorder::Run grid = block_grid(space, block);
-    if (codec::decode_block(codec::CodecKind::kZfp, field.codec, field.dtype, ndim,
-                            {grid.ns[0], grid.ns[1], grid.ns[2]}, payload, decoded)
+    if (codec::decompress_block(codec::CodecKind::kZfp, field.codec, field.dtype, ndim,
+                                {grid.ns[0], grid.ns[1], grid.ns[2]}, payload, decoded)
             .is_ok()) {
       return stats::compute_block_stats(space, block, field.layout, decoded, field.dtype, dataset_box, sub_block_bits);
     }
@@ -71,19 +73,19 @@ stats::BlockStats stats_as_stored(const FieldCoding& field, const hzorder::HzSpa
     unknown.block.count = stats::kUnknown;
     return unknown;
   }
-  return stats::compute_block_stats(space, block, field.layout, raw, field.dtype, dataset_box, sub_block_bits);
+  return stats::compute_block_stats(space, block, field.layout, samples, field.dtype, dataset_box, sub_block_bits);
 }
 
 Result<uint32_t> encode_block(const FieldCoding& field, const hzorder::HzSpace& space, int ndim, uint64_t block,
-                              std::span<const std::byte> raw, std::vector<std::byte>& payload) {
+                              std::span<const std::byte> samples, std::vector<std::byte>& payload) {
   uint32_t flags = format::block_flags(static_cast<uint32_t>(field.codec.kind), field.layout);
   if (field.codec.kind == codec::CodecKind::kRaw) {
-    payload.assign(raw.begin(), raw.end());
+    payload.assign(samples.begin(), samples.end());
     return flags;
   }
   const hzorder::Run grid = block_grid(space, block);
   HZIO_RETURN_IF_ERROR(
-      codec::encode_block(field.codec, field.dtype, ndim, {grid.ns[0], grid.ns[1], grid.ns[2]}, raw, payload));
+      codec::compress_block(field.codec, field.dtype, ndim, {grid.ns[0], grid.ns[1], grid.ns[2]}, samples, payload));
   return flags;
 }
 

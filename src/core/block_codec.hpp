@@ -33,13 +33,13 @@ void convert_layout(const hzorder::HzSpace& space, uint64_t block, Layout from, 
 
 // Local, thread-safe. Compresses a block (in field.layout order) into `payload`; returns the flags word.
 Result<uint32_t> encode_block(const FieldCoding& field, const hzorder::HzSpace& space, int ndim, uint64_t block,
-                              std::span<const std::byte> raw, std::vector<std::byte>& payload);
+                              std::span<const std::byte> samples, std::vector<std::byte>& payload);
 
-// Local, thread-safe. The statistics of a block as readers will see it: computed from `raw`, except for
+// Local, thread-safe. The statistics of a block as readers will see it: computed from `samples`, except for
 // lossy codecs (zfp other than reversible), where `payload` is decoded first so that min and max bound
 // the values a read returns.
 stats::BlockStats stats_as_stored(const FieldCoding& field, const hzorder::HzSpace& space, int ndim, uint64_t block,
-                                  std::span<const std::byte> raw, std::span<const std::byte> payload,
+                                  std::span<const std::byte> samples, std::span<const std::byte> payload,
                                   const Box& dataset_box, int sub_block_bits);
 
 // Local. The block's samples as one grid (its row-major run): for zfp dims and layout conversion.

@@ -27,8 +27,8 @@ Result<std::vector<BlockInfo>> Dataset::block_infos(std::string_view field, int6
       const uint64_t table = format::header_table_bytes(static_cast<int>(idx.fields.size()), idx.blocks_per_file);
       std::vector<std::byte> bytes(static_cast<size_t>(std::min(table, size)));
       HZIO_RETURN_IF_ERROR(file.read_at(0, bytes));
-      HZIO_ASSIGN_OR_RETURN(entries, format::decode_header_table(bytes, static_cast<int>(idx.fields.size()),
-                                                                 idx.blocks_per_file, size, path));
+      HZIO_ASSIGN_OR_RETURN(entries, format::parse_header_table(bytes, static_cast<int>(idx.fields.size()),
+                                                                idx.blocks_per_file, size, path));
     }
     for (int64_t b = first; b < total && format::first_block_of_file(idx, b) == first; ++b) {
       BlockInfo info;
@@ -72,8 +72,9 @@ Result<int64_t> Dataset::index_file(int64_t time, int64_t first_block, int sub_b
   auto& d = *impl_;
   int unused = 0;
   HZIO_RETURN_IF_ERROR(d.check_field_time("", time, false, unused));
-  if (sub_block_bits == kDatasetGrain) {  // hzio's writers' grain if the .idx has the key, else automatic
-    sub_block_bits = format::stats_grain(d.idx_).value_or(std::clamp(d.idx_.bits_per_block - 12, 0, 16));
+  if (sub_block_bits ==
+      kDatasetSubBlockBits) {  // the sub-block bits of hzio's writers if the .idx has the key, else automatic
+    sub_block_bits = format::sub_block_bits_of(d.idx_).value_or(std::clamp(d.idx_.bits_per_block - 12, 0, 16));
   }
   if (sub_block_bits < 0 || sub_block_bits > std::min(d.idx_.bits_per_block, 16)) {
     return invalid_argument("sub_block_bits " + std::to_string(sub_block_bits) + " out of range");
@@ -104,7 +105,7 @@ Result<int64_t> Dataset::index_file(int64_t time, int64_t first_block, int sub_b
     }
   }
   HZIO_ASSIGN_OR_RETURN(std::string path, d.files_->file_path(time, static_cast<uint64_t>(first_block)));
-  const auto bytes = stats::encode_stats_file(t, identity->first, identity->second);
+  const auto bytes = stats::serialize_stats_file(t, identity->first, identity->second);
   HZIO_RETURN_IF_ERROR(io::replace_file_atomically(
       path + stats::kStatsSuffix, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
       d.options_.durable));

@@ -17,7 +17,7 @@ size_t BlockWriter::block_bytes(int field) const {
   return static_cast<size_t>(idx_.samples_per_block()) * coding_[static_cast<size_t>(field)].dtype.bytes();
 }
 
-Result<std::vector<BlockWriter::Slot>> BlockWriter::reserve(std::span<const BlockRecord> records) {
+Result<std::vector<BlockWriter::Slot>> BlockWriter::reserve(std::span<const BlockToWrite> records) {
   std::vector<Slot> slots(records.size());
   for (size_t i = 0; i < records.size(); ++i) {
     const FieldCoding& fc = coding_[static_cast<size_t>(records[i].field)];
@@ -27,10 +27,10 @@ Result<std::vector<BlockWriter::Slot>> BlockWriter::reserve(std::span<const Bloc
                                                          block_bytes(records[i].field), flags));
     slots[i].reserved = true;
   }
-  // Places in staged logs are valid once every reservation of the batch is made.
+  // Places in direct buffers are valid once every reservation of the batch is made.
   for (Slot& s : slots) {
     if (!s.reserved) continue;
-    HZIO_ASSIGN_OR_RETURN(s.staged, files_.staged(s.where));
+    HZIO_ASSIGN_OR_RETURN(s.buffered, files_.buffered(s.where));
   }
   return slots;
 }
@@ -53,29 +53,29 @@ Status BlockWriter::base(int field, int64_t time, uint64_t block, std::span<std:
 
 stats::BlockStats BlockWriter::statistics(int field, uint64_t block, std::span<const std::byte> samples) const {
   const FieldCoding& fc = coding_[static_cast<size_t>(field)];
-  return stats::compute_block_stats(space_, block, fc.layout, samples, fc.dtype, idx_.box, files_.stats_bits());
+  return stats::compute_block_stats(space_, block, fc.layout, samples, fc.dtype, idx_.box, files_.sub_block_bits());
 }
 
-Status BlockWriter::encode_one(BlockRecord& r, const Slot& slot, std::byte*& staged, std::vector<std::byte>& scratch,
+Status BlockWriter::encode_one(BlockToWrite& r, const Slot& slot, std::byte*& buffered, std::vector<std::byte>& scratch,
                                std::vector<std::byte>& payload, uint32_t& flags) const {
   const FieldCoding& fc = coding_[static_cast<size_t>(r.field)];
   const size_t bytes = block_bytes(r.field);
   const bool raw = fc.codec.kind == codec::CodecKind::kRaw;
-  staged = raw ? slot.staged : nullptr;
+  buffered = raw ? slot.buffered : nullptr;
   const std::byte* data = r.samples;
   {
-    // The block's samples: given, or made into the staged place (or a buffer of their own).
+    // The block's samples: given, or made into the buffered place (or a buffer of their own).
     util::ScopedSeconds timer(r.make_seconds);
     if (!data) {
-      std::byte* out = staged;
+      std::byte* out = buffered;
       if (!out) {
         scratch.resize(bytes);
         out = scratch.data();
       }
       HZIO_RETURN_IF_ERROR(r.make(std::span<std::byte>(out, bytes)));
       data = out;
-    } else if (staged && data != staged) {
-      std::memcpy(staged, data, bytes);
+    } else if (buffered && data != buffered) {
+      std::memcpy(buffered, data, bytes);
     }
   }
   const std::span<const std::byte> samples(data, bytes);
@@ -85,7 +85,7 @@ Status BlockWriter::encode_one(BlockRecord& r, const Slot& slot, std::byte*& sta
       if (!r.stats) r.stats = statistics(r.field, r.block, samples);
     }
     util::ScopedSeconds timer(r.write_seconds);
-    if (!staged) HZIO_RETURN_IF_ERROR(slot.where.file->write_at(slot.where.offset, samples));
+    if (!buffered) HZIO_RETURN_IF_ERROR(slot.where.file->write_at(slot.where.offset, samples));
     files_.finish_reserved(r.field, r.time, r.block, &*r.stats);
     r.stored_bytes = static_cast<int64_t>(bytes);
     return Status::ok();
@@ -95,30 +95,32 @@ Status BlockWriter::encode_one(BlockRecord& r, const Slot& slot, std::byte*& sta
     HZIO_ASSIGN_OR_RETURN(flags, encode_block(fc, space_, idx_.ndim, r.block, samples, payload));
   }
   util::ScopedSeconds timer(r.stats_seconds);
-  r.stats = stats_as_stored(fc, space_, idx_.ndim, r.block, samples, payload, idx_.box, files_.stats_bits());
+  r.stats = stats_as_stored(fc, space_, idx_.ndim, r.block, samples, payload, idx_.box, files_.sub_block_bits());
   return Status::ok();
 }
 
-Status BlockWriter::write(std::span<BlockRecord> records, std::span<const Slot> slots) {
+Status BlockWriter::write(std::span<BlockToWrite> records, std::span<const Slot> slots) {
   const size_t n = records.size();
   std::vector<std::vector<std::byte>> scratch(n), payload(n);
   std::vector<uint32_t> flags(n);
   std::vector<Status> errors(n);
-  std::vector<std::byte*> staged(n);
-  pool_.parallel_for(
-      n, [&](size_t i) { errors[i] = encode_one(records[i], slots[i], staged[i], scratch[i], payload[i], flags[i]); });
-  // Staged blocks go to their files before anything moves the staging buffers.
+  std::vector<std::byte*> buffered(n);
+  pool_.parallel_for(n, [&](size_t i) {
+    errors[i] = encode_one(records[i], slots[i], buffered[i], scratch[i], payload[i], flags[i]);
+  });
+  // Buffered blocks go to their files before anything moves the direct buffers.
   for (const Status& e : errors) HZIO_RETURN_IF_ERROR(e);
-  // The write-out's time is shared over the staged blocks, for the write report.
+  // The write-out's time is shared over the buffered blocks, for the write report.
   double write_out_seconds = 0;
   {
     util::ScopedSeconds timer(write_out_seconds);
     HZIO_RETURN_IF_ERROR(files_.write_out());
   }
-  const auto in_stage = std::count_if(staged.begin(), staged.end(), [](const std::byte* b) { return b != nullptr; });
+  const auto in_buffer =
+      std::count_if(buffered.begin(), buffered.end(), [](const std::byte* b) { return b != nullptr; });
   for (size_t i = 0; i < n; ++i) {
-    BlockRecord& r = records[i];
-    if (staged[i]) r.write_seconds += write_out_seconds / static_cast<double>(in_stage);
+    BlockToWrite& r = records[i];
+    if (buffered[i]) r.write_seconds += write_out_seconds / static_cast<double>(in_buffer);
     if (coding_[static_cast<size_t>(r.field)].codec.kind == codec::CodecKind::kRaw) continue;
     util::ScopedSeconds timer(r.write_seconds);
     HZIO_RETURN_IF_ERROR(files_.append(r.field, r.time, r.block, payload[i], flags[i], &*r.stats));

@@ -21,14 +21,14 @@ namespace hzio::core {
 
 // One block to write: its samples in the field's layout, given or made on demand, and what writing it
 // cost (filled in by BlockWriter::write).
-struct BlockRecord {
+struct BlockToWrite {
   int field = 0;
   int64_t time = 0;
   uint64_t block = 0;
   // The samples, when they exist already (a whole block received, or held in memory). A raw block may
-  // already sit in its staged place (received there): then nothing is copied.
+  // already sit in its buffered place (received there): then nothing is copied.
   const std::byte* samples = nullptr;
-  // Otherwise the writer calls make(out) with room for the block (its staged place when it has one), on
+  // Otherwise the writer calls make(out) with room for the block (its buffered place when it has one), on
   // a pool thread. make may call BlockWriter::base first.
   std::function<Status(std::span<std::byte> out)> make;
   // Statistics computed where the samples were (nullopt: computed here).
@@ -49,16 +49,16 @@ class BlockWriter {
   // into their places. Call in canonical (field, slot) order per file, before write(). Errors: kIo.
   struct Slot {
     DataFiles::Reserved where;
-    std::byte* staged = nullptr;  // the block's place in a staged log, or null
+    std::byte* buffered = nullptr;  // the block's place in its log's direct buffer, or null
     bool reserved = false;
   };
-  Result<std::vector<Slot>> reserve(std::span<const BlockRecord> records);
+  Result<std::vector<Slot>> reserve(std::span<const BlockToWrite> records);
 
   // Local. Writes the records (after reserve(), with its slots): makes each block on the pool, takes or
-  // computes its statistics, encodes it (raw blocks straight into their places), writes the staged bytes
+  // computes its statistics, encodes it (raw blocks straight into their places), writes the buffered bytes
   // out and appends the others in order. Fills each record's seconds and stored bytes. Errors: kIo,
   // kCorrupt (a stored block a record merges with), any error of make.
-  Status write(std::span<BlockRecord> records, std::span<const Slot> slots);
+  Status write(std::span<BlockToWrite> records, std::span<const Slot> slots);
 
   // Local, thread-safe. Fills `out` (block_bytes(field)) with the stored block (field, time, block) in the
   // field's layout, or with the field's default value when it is missing: the base a partial block is
@@ -72,8 +72,8 @@ class BlockWriter {
 
  private:
   // One record on a pool thread: samples, statistics, and the encoding (raw blocks to their place,
-  // others into `payload` with their `flags`). `staged` gets the block's staged place, or null.
-  Status encode_one(BlockRecord& r, const Slot& slot, std::byte*& staged, std::vector<std::byte>& scratch,
+  // others into `payload` with their `flags`). `buffered` gets the block's buffered place, or null.
+  Status encode_one(BlockToWrite& r, const Slot& slot, std::byte*& buffered, std::vector<std::byte>& scratch,
                     std::vector<std::byte>& payload, uint32_t& flags) const;
 
   const format::IdxFile& idx_;

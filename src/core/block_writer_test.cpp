@@ -24,7 +24,7 @@ std::unique_ptr<Dataset> make_dataset(const std::string& name) {
               {"z", {Scalar::kInt16, 1}, "zip", Layout::kRowMajor, 7}};
   o.bits_per_block = 6;
   o.overwrite = true;
-  o.stats_sub_block_bits = 2;
+  o.sub_block_bits = 2;
   return Dataset::create((dir / name).string(), o).value();
 }
 
@@ -49,7 +49,7 @@ TEST(BlockWriter, BlocksGivenOrMadeComeBackAsWrittenWithTheirStatistics) {
   BlockWriter writer = d.block_writer();
   const std::vector<std::byte> raw = random_bytes(writer.block_bytes(0), 1, 4);
   const std::vector<std::byte> zipped = random_bytes(writer.block_bytes(1), 2, 2);
-  std::vector<BlockRecord> records(3);
+  std::vector<BlockToWrite> records(3);
   records[0] = {.field = 0, .time = 0, .block = 1};
   records[0].make = [&](std::span<std::byte> out) {
     std::memcpy(out.data(), raw.data(), out.size());
@@ -62,7 +62,7 @@ TEST(BlockWriter, BlocksGivenOrMadeComeBackAsWrittenWithTheirStatistics) {
   ASSERT_TRUE(writer.write(records, slots.value()).is_ok());
   EXPECT_EQ(records[0].stored_bytes, static_cast<int64_t>(raw.size()));
   EXPECT_LT(records[2].stored_bytes, static_cast<int64_t>(zipped.size()) + 64);
-  for (const BlockRecord& r : records) {
+  for (const BlockToWrite& r : records) {
     const std::vector<std::byte>& expected = r.field == 0 ? raw : zipped;
     ASSERT_TRUE(r.stats.has_value());
     const auto computed = stats::compute_block_stats(d.space, r.block, d.coding[r.field].layout, expected,
@@ -72,7 +72,7 @@ TEST(BlockWriter, BlocksGivenOrMadeComeBackAsWrittenWithTheirStatistics) {
     EXPECT_EQ(r.stats->parts.size(), 4u);
   }
   for (const char* where : {"in the write log", "in the committed data file"}) {
-    for (const BlockRecord& r : records) {
+    for (const BlockToWrite& r : records) {
       std::vector<std::byte> back(writer.block_bytes(r.field));
       ASSERT_TRUE(writer.base(r.field, 0, r.block, back).is_ok());
       EXPECT_EQ(back, r.field == 0 ? raw : zipped) << "block " << r.block << " " << where;
@@ -92,7 +92,7 @@ TEST(BlockWriter, BlocksGivenOrMadeComeBackAsWrittenWithTheirStatistics) {
 TEST(BlockWriter, AMakeErrorFailsTheWriteAndNamesTheReason) {
   auto ds = make_dataset("e.idx");
   BlockWriter writer = DatasetParts(*ds).block_writer();
-  std::vector<BlockRecord> records(1);
+  std::vector<BlockToWrite> records(1);
   records[0] = {.field = 1, .time = 0, .block = 0};
   records[0].make = [](std::span<std::byte>) { return corrupt("the stored block is damaged"); };
   auto slots = writer.reserve(records);

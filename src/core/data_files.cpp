@@ -34,15 +34,15 @@ struct DataFiles::Pending {
   std::string stats_ready_path;
   uint64_t written_back = 0;  // log bytes handed to early write-back
   std::vector<char> ready;    // per entry: its bytes are in the log (reserved entries are not yet)
-  // Direct writes (docs/design/commit.md "Direct writes"): the log's bytes [stage_base, end) are in
-  // `stage`, or, while there is no stage, the part before `sent` is in `tail` (the unfinished last
+  // Direct writes (docs/design/commit.md "Direct writes"): the log's bytes [buffer_base, end) are in
+  // `buffer`, or, while there is no buffer, the part before `sent` is in `tail` (the unfinished last
   // page). Bytes before `sent` are in the file or being written by `in_flight`; later ones are only
-  // staged. stage_base is a multiple of io::kDirectAlign. The first failed write's error stays in
+  // buffered. buffer_base is a multiple of io::kDirectAlign. The first failed write's error stays in
   // `failed` until abort(): the log can no longer become a file.
   bool direct = false;
-  util::LargeBuffer stage;
+  util::LargeBuffer buffer;
   std::vector<std::byte> tail;
-  uint64_t stage_base = 0;
+  uint64_t buffer_base = 0;
   uint64_t sent = 0;
   std::future<Status> in_flight;
   Status failed;
@@ -52,9 +52,9 @@ namespace {
 // Asking the kernel to write the log out every few MiB keeps the disk busy while blocks are encoded,
 // so the final fsync waits only for the tail.
 constexpr uint64_t kWritebackBytes = uint64_t{8} << 20;
-// A log's staged bytes go to the file once this many wait (payloads appended one by one, compressed
+// A log's buffered bytes go to the file once this many wait (payloads appended one by one, compressed
 // blocks, are written out by the caller's write_out() only at the end of a batch).
-constexpr uint64_t kStageWriteBytes = uint64_t{16} << 20;
+constexpr uint64_t kBufferWriteBytes = uint64_t{16} << 20;
 // Write-outs of at least this many bytes run on a writer thread (at most one per log, so a batch of
 // 32 MiB starts at most 32); smaller ones are written at once on the calling thread.
 constexpr uint64_t kAsyncWriteBytes = uint64_t{1} << 20;
@@ -63,8 +63,8 @@ uint64_t align_down(uint64_t x) { return x / io::kDirectAlign * io::kDirectAlign
 uint64_t align_up(uint64_t x) { return align_down(x + io::kDirectAlign - 1); }
 }  // namespace
 
-DataFiles::DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable, int stats_bits)
-    : idx_(idx), idx_dir_(std::move(idx_dir)), durable_(durable), stats_bits_(stats_bits) {}
+DataFiles::DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable, int sub_block_bits)
+    : idx_(idx), idx_dir_(std::move(idx_dir)), durable_(durable), sub_block_bits_(sub_block_bits) {}
 
 std::vector<int> DataFiles::components() const {
   std::vector<int> c;
@@ -97,8 +97,8 @@ Result<DataFiles::Stored*> DataFiles::stored(const Key& key, ReadReport* report)
     const uint64_t table = format::header_table_bytes(static_cast<int>(idx_->fields.size()), idx_->blocks_per_file);
     std::vector<std::byte> bytes(static_cast<size_t>(std::min(table, size)));
     HZIO_RETURN_IF_ERROR(s->file->read_at(0, bytes));
-    HZIO_ASSIGN_OR_RETURN(s->entries, format::decode_header_table(bytes, static_cast<int>(idx_->fields.size()),
-                                                                  idx_->blocks_per_file, size, path));
+    HZIO_ASSIGN_OR_RETURN(s->entries, format::parse_header_table(bytes, static_cast<int>(idx_->fields.size()),
+                                                                 idx_->blocks_per_file, size, path));
     s->size = size;
     s->header_crc = stats::crc32_of(bytes);
     if (report) {
@@ -119,12 +119,12 @@ Result<std::optional<BlockLocation>> DataFiles::locate(int field, int64_t time, 
     Pending& p = *it->second;
     const format::BlockEntry& e = p.entries[index];
     if (p.direct && e.offset + e.size > p.sent) {
-      if (e.offset < p.stage_base || !p.stage.data())
-        return internal_error("staged block of " + p.log_path + " is lost");
-      // Still staged: put exactly these bytes in the file (through the page cache; the stage may be
+      if (e.offset < p.buffer_base || !p.buffer.data())
+        return internal_error("buffered block of " + p.log_path + " is lost");
+      // Still buffered: put exactly these bytes in the file (through the page cache; the buffer may be
       // in use by writers of other blocks, so it is not moved here).
       HZIO_RETURN_IF_ERROR(
-          p.log->write_at(e.offset, std::span<const std::byte>(p.stage.data() + (e.offset - p.stage_base), e.size)));
+          p.log->write_at(e.offset, std::span<const std::byte>(p.buffer.data() + (e.offset - p.buffer_base), e.size)));
     } else if (p.direct) {
       HZIO_RETURN_IF_ERROR(wait_written(p));  // it may be in the write in flight
     }
@@ -146,7 +146,7 @@ Status DataFiles::load_stats(Stored& s, ReadReport* report) {
   std::vector<std::byte> bytes(static_cast<size_t>(size));
   HZIO_RETURN_IF_ERROR(f->read_at(0, bytes));
   if (report) report->bytes_read += static_cast<int64_t>(bytes.size());
-  auto t = stats::decode_stats_file(bytes, components(), idx_->blocks_per_file, s.size, s.header_crc, path);
+  auto t = stats::parse_stats_file(bytes, components(), idx_->blocks_per_file, s.size, s.header_crc, path);
   if (t.is_ok())
     s.stats = std::move(t).value();
   else if (t.status().code() != ErrorCode::kNotFound)
@@ -195,29 +195,29 @@ Result<DataFiles::Pending*> DataFiles::pending(const Key& key) {
   p->ready.assign(n, 0);
   p->end = format::header_table_bytes(static_cast<int>(idx_->fields.size()), idx_->blocks_per_file);
   if (durable_ && p->log->enable_direct()) {
-    // The header table is a hole until finish() writes it; staging starts at its last page.
+    // The header table is a hole until finish() writes it; buffering starts at its last page.
     p->direct = true;
-    p->stage_base = align_down(p->end);
-    p->tail.assign(static_cast<size_t>(p->end - p->stage_base), std::byte{0});
+    p->buffer_base = align_down(p->end);
+    p->tail.assign(static_cast<size_t>(p->end - p->buffer_base), std::byte{0});
     p->sent = p->end;
   }
   return pending_.emplace(key, std::move(p)).first->second.get();
 }
 
-Status DataFiles::make_stage(Pending& p, uint64_t end) {
-  const uint64_t needed = align_up(end - p.stage_base);
-  if (p.stage.data() && p.stage.size() >= needed) return Status::ok();
+Status DataFiles::make_buffer(Pending& p, uint64_t end) {
+  const uint64_t needed = align_up(end - p.buffer_base);
+  if (p.buffer.data() && p.buffer.size() >= needed) return Status::ok();
   try {
-    // Appends grow the stage one payload at a time: by half again at least, so copies stay linear.
-    util::LargeBuffer grown(static_cast<size_t>(std::max(needed, p.stage.size() + p.stage.size() / 2)));
-    if (p.stage.data())
-      std::memcpy(grown.data(), p.stage.data(), std::min<size_t>(p.stage.size(), p.end - p.stage_base));
+    // Appends grow the buffer one payload at a time: by half again at least, so copies stay linear.
+    util::LargeBuffer grown(static_cast<size_t>(std::max(needed, p.buffer.size() + p.buffer.size() / 2)));
+    if (p.buffer.data())
+      std::memcpy(grown.data(), p.buffer.data(), std::min<size_t>(p.buffer.size(), p.end - p.buffer_base));
     else if (!p.tail.empty())
       std::memcpy(grown.data(), p.tail.data(), p.tail.size());
     p.tail.clear();
-    p.stage = std::move(grown);
+    p.buffer = std::move(grown);
   } catch (const std::bad_alloc&) {
-    return io_error("out of memory staging " + std::to_string(needed) + " bytes for " + p.log_path);
+    return io_error("out of memory buffering " + std::to_string(needed) + " bytes for " + p.log_path);
   }
   return Status::ok();
 }
@@ -225,14 +225,14 @@ Status DataFiles::make_stage(Pending& p, uint64_t end) {
 Status DataFiles::write_out(Pending& p) {
   if (!p.direct || p.sent == p.end) return p.failed;
   HZIO_RETURN_IF_ERROR(wait_written(p));  // one write per log at a time: consecutive ones share a page
-  HZIO_RETURN_IF_ERROR(make_stage(p, p.end));
-  const uint64_t used = p.end - p.stage_base, length = align_up(used);
-  std::memset(p.stage.data() + used, 0, static_cast<size_t>(length - used));  // padding, cut by finish()
+  HZIO_RETURN_IF_ERROR(make_buffer(p, p.end));
+  const uint64_t used = p.end - p.buffer_base, length = align_up(used);
+  std::memset(p.buffer.data() + used, 0, static_cast<size_t>(length - used));  // padding, cut by finish()
   // Keep the unfinished last page for the next bytes; the write owns the buffer from here.
   const uint64_t keep = align_down(p.end);
-  std::vector<std::byte> tail(p.stage.data() + (keep - p.stage_base), p.stage.data() + used);
-  auto buffer = std::make_shared<util::LargeBuffer>(std::move(p.stage));
-  auto write = [log = p.log, at = p.stage_base, buffer, length] {
+  std::vector<std::byte> tail(p.buffer.data() + (keep - p.buffer_base), p.buffer.data() + used);
+  auto buffer = std::make_shared<util::LargeBuffer>(std::move(p.buffer));
+  auto write = [log = p.log, at = p.buffer_base, buffer, length] {
     return log->write_direct_at(at, std::span<const std::byte>(buffer->data(), length));
   };
   bool started = false;
@@ -245,7 +245,7 @@ Status DataFiles::write_out(Pending& p) {
   }
   const Status s = started ? Status::ok() : write();
   p.tail = std::move(tail);
-  p.stage_base = keep;
+  p.buffer_base = keep;
   p.sent = p.end;
   if (!s.is_ok()) p.failed = s;
   return s;
@@ -265,13 +265,13 @@ Status DataFiles::write_out() {
   return Status::ok();
 }
 
-Result<std::byte*> DataFiles::staged(const Reserved& r) {
+Result<std::byte*> DataFiles::buffered(const Reserved& r) {
   std::lock_guard lock(mutex_);
   auto it = pending_.find(r.key);
   if (it == pending_.end() || !it->second->direct) return static_cast<std::byte*>(nullptr);
   Pending& p = *it->second;
-  HZIO_RETURN_IF_ERROR(make_stage(p, p.end));  // room for every reservation of the batch at once
-  return p.stage.data() + (r.offset - p.stage_base);
+  HZIO_RETURN_IF_ERROR(make_buffer(p, p.end));  // room for every reservation of the batch at once
+  return p.buffer.data() + (r.offset - p.buffer_base);
 }
 
 Status DataFiles::append(int field, int64_t time, uint64_t block, std::span<const std::byte> payload, uint32_t flags,
@@ -284,8 +284,8 @@ Status DataFiles::append(int field, int64_t time, uint64_t block, std::span<cons
   const int64_t index = format::entry_in_file(*idx_, field, block);
   if (p->direct) {
     HZIO_RETURN_IF_ERROR(p->failed);
-    HZIO_RETURN_IF_ERROR(make_stage(*p, p->end + payload.size()));
-    if (!payload.empty()) std::memcpy(p->stage.data() + (p->end - p->stage_base), payload.data(), payload.size());
+    HZIO_RETURN_IF_ERROR(make_buffer(*p, p->end + payload.size()));
+    if (!payload.empty()) std::memcpy(p->buffer.data() + (p->end - p->buffer_base), payload.data(), payload.size());
   } else {
     HZIO_RETURN_IF_ERROR(p->log->write_at(p->end, payload));
   }
@@ -296,7 +296,7 @@ Status DataFiles::append(int field, int64_t time, uint64_t block, std::span<cons
   p->ready[static_cast<size_t>(index)] = 1;
   if (payload.empty()) p->entries[static_cast<size_t>(index)] = {};
   p->end += payload.size();
-  if (p->direct) return p->end - p->stage_base >= kStageWriteBytes ? write_out(*p) : Status::ok();
+  if (p->direct) return p->end - p->buffer_base >= kBufferWriteBytes ? write_out(*p) : Status::ok();
   if (durable_ && p->end - p->written_back >= kWritebackBytes) {
     p->log->start_writeback(p->written_back, p->end - p->written_back);
     p->written_back = p->end;
@@ -356,7 +356,7 @@ Status DataFiles::rebuild(const Key& key, Pending& p, Stored* old) {
     end += src.size;
   }
   std::vector<std::byte> header;
-  format::encode_header_table(entries, header);
+  format::serialize_header_table(entries, header);
   if (s.is_ok()) s = out.write_at(0, header);
   if (s.is_ok()) s = write_stats(p, old, entries, end, header);
   if (s.is_ok() && durable_) s = out.sync();
@@ -372,7 +372,7 @@ Status DataFiles::rebuild(const Key& key, Pending& p, Stored* old) {
 Status DataFiles::write_stats(Pending& p, Stored* old, const std::vector<format::BlockEntry>& entries,
                               uint64_t file_size, std::span<const std::byte> header) {
   stats::StatsTable t;
-  t.sub_block_bits = stats_bits_;
+  t.sub_block_bits = sub_block_bits_;
   t.blocks_per_file = idx_->blocks_per_file;
   t.components = components();
   t.entries.resize(entries.size());
@@ -385,12 +385,13 @@ Status DataFiles::write_stats(Pending& p, Stored* old, const std::vector<format:
         t.entries[i].block.count = stats::kUnknown;
     } else if (old && old->stats_loaded && old->stats) {
       t.entries[i] = old->stats->entries[i];
-      if (old->stats->sub_block_bits != stats_bits_) t.entries[i].parts.clear();  // other grain: parts unknown
+      if (old->stats->sub_block_bits != sub_block_bits_)
+        t.entries[i].parts.clear();  // other sub-block bits: parts unknown
     } else {
       t.entries[i].block.count = stats::kUnknown;  // copied from the old file without known statistics
     }
   }
-  const auto bytes = stats::encode_stats_file(t, file_size, stats::crc32_of(header));
+  const auto bytes = stats::serialize_stats_file(t, file_size, stats::crc32_of(header));
   p.stats_ready_path = p.final_path + stats::kStatsSuffix + ".tmp." + std::to_string(::getpid());
   HZIO_ASSIGN_OR_RETURN(io::File f, io::File::open(p.stats_ready_path, io::File::Mode::kCreate));
   HZIO_RETURN_IF_ERROR(f.write_at(0, bytes));
@@ -416,7 +417,7 @@ Status DataFiles::finish(const Key& key, Pending& p) {
   }
   if (!p.canonical || needs_old) return rebuild(key, p, prior);
   std::vector<std::byte> header;
-  format::encode_header_table(p.entries, header);
+  format::serialize_header_table(p.entries, header);
   Status s = p.log->write_at(0, header);
   if (s.is_ok() && p.direct) s = p.log->truncate(p.end);  // drop the last page's padding
   if (s.is_ok()) s = write_stats(p, prior, p.entries, p.end, header);

@@ -30,8 +30,8 @@ struct BlockLocation {
 
 class DataFiles {
  public:
-  // stats_bits: sub-block statistics grain (0 = per block only).
-  DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable, int stats_bits = 0);
+  // sub_block_bits: sub-block bits (0 = per block only).
+  DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable, int sub_block_bits = 0);
   ~DataFiles();
 
   // Local, thread-safe. The stored block (uncommitted writes first), or nullopt if it is missing
@@ -52,15 +52,15 @@ class DataFiles {
   };
   // Local, not thread-safe; call in canonical (field, slot) order. Reserves `size` bytes for a block in
   // its file's log: lets several threads write payloads whose sizes are known in advance (raw blocks)
-  // at once, each into staged(r) when that is not null, otherwise with r.file->write_at(r.offset, ...).
+  // at once, each into buffered(r) when that is not null, otherwise with r.file->write_at(r.offset, ...).
   // Then finish_reserved() for each, and write_out() before the next reservations.
   Result<Reserved> reserve(int field, int64_t time, uint64_t block, uint64_t size, uint32_t flags);
   // Local, not thread-safe. Where to put a reserved block's bytes in memory when its log is written
   // with direct I/O (durable datasets, file systems that allow it), or nullptr. Call after the last
   // reserve() of a batch; valid until the next reserve(), append() or write_out(). Errors: kIo (out of
-  // memory for the staging buffer).
-  Result<std::byte*> staged(const Reserved& r);
-  // Local, not thread-safe. Starts writing every log's staged bytes to its file (direct I/O, one
+  // memory for the direct buffer).
+  Result<std::byte*> buffered(const Reserved& r);
+  // Local, not thread-safe. Starts writing every log's buffered bytes to its file (direct I/O, one
   // writer thread per log, which overlaps the disk with the next batch's encoding). Errors: kIo, also of
   // an earlier write-out that failed.
   Status write_out();
@@ -71,7 +71,7 @@ class DataFiles {
   // Local, thread-safe. The committed statistics of a block: nullopt when unknown (no valid sidecar),
   // count 0 when the block is missing. Errors: as locate().
   Result<std::optional<stats::BlockStats>> block_stats(int field, int64_t time, uint64_t block, ReadReport* report);
-  int stats_bits() const { return stats_bits_; }
+  int sub_block_bits() const { return sub_block_bits_; }
 
   // Local. Makes every written file final: each is rebuilt in canonical order (header, then payloads
   // by field and slot) when needed, synced if durable, and renamed over the old file.
@@ -110,10 +110,10 @@ class DataFiles {
   Status finish(const Key& key, Pending& p);
   Status rebuild(const Key& key, Pending& p, Stored* old);
   Status prepare_locked();
-  void remove_pending_files();                  // every log and temporary file of pending_, then pending_ cleared
-  Status make_stage(Pending& p, uint64_t end);  // room in p.stage for the log's bytes up to `end`
-  Status write_out(Pending& p);                 // hands the staged bytes to a writer thread
-  Status wait_written(Pending& p);              // waits for the writer; the log's first write error if any
+  void remove_pending_files();                   // every log and temporary file of pending_, then pending_ cleared
+  Status make_buffer(Pending& p, uint64_t end);  // room in p.buffer for the log's bytes up to `end`
+  Status write_out(Pending& p);                  // hands the buffered bytes to a writer thread
+  Status wait_written(Pending& p);               // waits for the writer; the log's first write error if any
   Status load_stats(Stored& s, ReadReport* report);
   Status write_stats(Pending& p, Stored* old, const std::vector<format::BlockEntry>& entries, uint64_t file_size,
                      std::span<const std::byte> header);
@@ -122,7 +122,7 @@ class DataFiles {
   const format::IdxFile* idx_;
   std::string idx_dir_;
   bool durable_;
-  int stats_bits_ = 0;
+  int sub_block_bits_ = 0;
   std::mutex mutex_;
   std::map<Key, std::unique_ptr<Stored>> stored_;
   std::map<Key, std::unique_ptr<Pending>> pending_;

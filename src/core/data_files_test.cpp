@@ -52,7 +52,7 @@ std::vector<std::byte> file_bytes(const std::string& path) {
 std::vector<std::vector<std::byte>> canonical_payloads(const std::string& path, int64_t bpf) {
   const std::vector<std::byte> bytes = file_bytes(path);
   const uint64_t table = format::header_table_bytes(1, bpf);
-  auto entries = format::decode_header_table(std::span(bytes).first(table), 1, bpf, bytes.size(), path).value();
+  auto entries = format::parse_header_table(std::span(bytes).first(table), 1, bpf, bytes.size(), path).value();
   std::vector<std::vector<std::byte>> out;
   uint64_t at = table;
   for (const auto& e : entries) {

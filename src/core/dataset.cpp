@@ -23,7 +23,8 @@ Dataset::Impl::Impl(std::string path, format::IdxFile idx, const OpenOptions& op
       pool_(options.threads) {
   space_ = std::make_unique<hzorder::HzSpace>(idx_.bitmask, idx_.bits_per_block);
   pending_ = core::WriteTally(idx_.bitmask.max_level());
-  files_ = std::make_unique<core::DataFiles>(&idx_, dir_, options_.durable, format::stats_grain(idx_).value_or(0));
+  files_ =
+      std::make_unique<core::DataFiles>(&idx_, dir_, options_.durable, format::sub_block_bits_of(idx_).value_or(0));
 }
 
 Status Dataset::Impl::init_fields() {
@@ -97,7 +98,7 @@ Status Dataset::Impl::commit_pending() {
   HZIO_RETURN_IF_ERROR(flush_dirty());
   const bool new_time = !new_times_.empty();
   if (!files_->has_pending() && !new_time) {
-    last_report_ = WriteReport{};
+    last_write_report_ = WriteReport{};  // a commit with nothing to write reports nothing
     return Status::ok();
   }
   const int64_t files = static_cast<int64_t>(files_->pending_count());
@@ -116,7 +117,7 @@ Status Dataset::Impl::commit_pending() {
   p.write += done.prepare_seconds;
   p.commit = done.publish_seconds;
   p.total = p.restructure + p.hz + p.compress + p.stats + p.write + p.commit;
-  last_report_ = pending_.report(files);
+  last_write_report_ = pending_.report(files);
   pending_ = core::WriteTally(idx_.bitmask.max_level());
   return Status::ok();
 }
@@ -210,13 +211,13 @@ Result<format::IdxFile> idx_for(const std::string& path, const CreateOptions& o)
   }
   HZIO_RETURN_IF_ERROR(idx.validate(path));
   idx.filename_template = format::default_filename_template(folder, idx.bitmask.max_level() - idx.bits_per_block);
-  int sub_block_bits = o.stats_sub_block_bits;
-  if (sub_block_bits == CreateOptions::kAutoSubBlocks) sub_block_bits = std::clamp(idx.bits_per_block - 12, 0, 16);
+  int sub_block_bits = o.sub_block_bits;
+  if (sub_block_bits == CreateOptions::kAutoSubBlockBits) sub_block_bits = std::clamp(idx.bits_per_block - 12, 0, 16);
   if (sub_block_bits < 0 || sub_block_bits > std::min(idx.bits_per_block, 16)) {
-    return invalid_argument("stats_sub_block_bits " + std::to_string(o.stats_sub_block_bits) + " not in [0, " +
+    return invalid_argument("sub_block_bits " + std::to_string(o.sub_block_bits) + " not in [0, " +
                             std::to_string(std::min(idx.bits_per_block, 16)) + "] (or -1, automatic)");
   }
-  format::set_stats_grain(idx, sub_block_bits);
+  format::set_sub_block_bits(idx, sub_block_bits);
   if (Status back = idx.check_writes_back(path); !back.is_ok()) return invalid_argument(back.message());
   return idx;
 }
@@ -350,7 +351,7 @@ void Dataset::abandon() {
 
 bool Dataset::closed() const { return impl_->closed_; }
 
-const WriteReport& Dataset::last_write_report() const { return impl_->last_report_; }
+const WriteReport& Dataset::last_write_report() const { return impl_->last_write_report_; }
 
 struct ReadBuffer::Impl {
   util::LargeBuffer memory;

@@ -23,7 +23,7 @@
 
 namespace hzio {
 
-struct ReadPlan;  // read_path.cpp: the located blocks of one read
+struct LocatedBlocks;  // read_path.cpp: the located blocks of one read
 
 // Decoded blocks a progressive read keeps so that no later step reads them again.
 struct DecodedBlocks {
@@ -47,9 +47,9 @@ class Dataset::Impl {
                   DecodedBlocks* keep, bool fill_default = false);
   // The two ways read_box places samples (read_path.cpp): window by window from mapped raw blocks, or
   // block by block (any block; the only way for progressive steps and the `keep` cache).
-  Status read_in_windows(ReadPlan& plan, const Box& box, int level, int min_level, int field,
+  Status read_in_windows(LocatedBlocks& plan, const Box& box, int level, int min_level, int field,
                          const hzorder::ArrayView& view, const core::WindowFill& fill);
-  Status read_block_by_block(ReadPlan& plan, const Box& box, int level, int min_level, int field,
+  Status read_block_by_block(LocatedBlocks& plan, const Box& box, int level, int min_level, int field,
                              const hzorder::ArrayView& view, DecodedBlocks* keep, bool fill_default);
   // Whether a located block is a raw block of a committed file, placeable from the file's mapping.
   bool mapped(const core::BlockLocation& where, int field) const;
@@ -86,7 +86,7 @@ class Dataset::Impl {
 
   // Timings of the writes since the last commit, and the report of the last commit.
   core::WriteTally pending_{0};  // sized for the dataset's levels by the constructor
-  WriteReport last_report_;
+  WriteReport last_write_report_;
   // Merges the samples of `box` (in src) into the held (partially written) blocks `blocks`, starting
   // them from the stored block or the default value.
   Status merge_partial(const std::vector<uint64_t>& blocks, int field, int64_t time, const Box& box,

@@ -6,8 +6,8 @@
 
 namespace hzio {
 
-class ProgressiveRead::Impl {
- public:
+// The state of one progressive read between its steps.
+struct ProgressiveRead::Impl {
   Dataset::Impl* ds = nullptr;
   Box box;
   int field = 0;

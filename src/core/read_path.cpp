@@ -72,7 +72,7 @@ constexpr uint64_t kPrefetchThreadBytes = uint64_t{32} << 20;
 }  // namespace
 
 // The blocks a read needs, located: every sample of its grid belongs to one of them.
-struct ReadPlan {
+struct LocatedBlocks {
   std::vector<uint64_t> blocks;
   std::vector<std::optional<core::BlockLocation>> where;  // empty: missing (or block 0 kept by `keep`)
   int64_t missing = 0;
@@ -93,7 +93,7 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
   HZIO_RETURN_IF_ERROR(flush_dirty());
   const core::FieldCoding& fc = coding_[field];
   const hzorder::ArrayView view{out, space_->grid_in_box(box, level), fc.dtype.bytes()};
-  ReadPlan plan;
+  LocatedBlocks plan;
   plan.blocks = space_->blocks_of_box(box, min_level, level);
   // Locate every block first: missing blocks decide whether defaults are needed at all, and the
   // payload spans can be read ahead.
@@ -149,7 +149,7 @@ bool Dataset::Impl::mapped(const core::BlockLocation& w, int field) const {
          w.entry.offset + bytes <= w.file->mapped_bytes();
 }
 
-Status Dataset::Impl::read_in_windows(ReadPlan& plan, const Box& box, int level, int min_level, int field,
+Status Dataset::Impl::read_in_windows(LocatedBlocks& plan, const Box& box, int level, int min_level, int field,
                                       const hzorder::ArrayView& view, const core::WindowFill& fill) {
   const core::FieldCoding& fc = coding_[field];
   std::vector<core::PlacedBlock> placed;
@@ -177,7 +177,7 @@ Status Dataset::Impl::read_in_windows(ReadPlan& plan, const Box& box, int level,
   return loader.status();
 }
 
-Status Dataset::Impl::read_block_by_block(ReadPlan& plan, const Box& box, int level, int min_level, int field,
+Status Dataset::Impl::read_block_by_block(LocatedBlocks& plan, const Box& box, int level, int min_level, int field,
                                           const hzorder::ArrayView& view, DecodedBlocks* keep, bool fill_default) {
   const core::FieldCoding& fc = coding_[field];
   const size_t bytes = block_bytes(field);

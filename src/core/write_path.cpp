@@ -54,7 +54,7 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
   core::BlockWriter writer = block_writer();
   const size_t batch = std::max<size_t>(static_cast<size_t>(pool_.size()) * 2, (size_t{32} << 20) / bytes);
   for (size_t start = 0; start < blocks.size(); start += batch) {
-    std::vector<core::BlockRecord> whole;
+    std::vector<core::BlockToWrite> whole;
     std::vector<uint64_t> partial;
     for (size_t i = start; i < std::min(start + batch, blocks.size()); ++i) {
       const uint64_t b = blocks[i];
@@ -63,7 +63,7 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
         partial.push_back(b);
         continue;
       }
-      core::BlockRecord r{.field = field, .time = time, .block = b};
+      core::BlockToWrite r{.field = field, .time = time, .block = b};
       r.make = [&, b](std::span<std::byte> out) {
         if (samples_in(*space_, b, idx_.box) < per_block) {  // samples outside the dataset keep the default
           hzorder::fill_samples(out.data(), static_cast<size_t>(per_block), fc.dtype, fc.default_value);
@@ -77,7 +77,7 @@ Status Dataset::Impl::write_box(const Box& box, int field, int64_t time, const s
     auto slots = writer.reserve(whole);
     if (!slots.is_ok()) return fail(slots.status());
     if (Status s = writer.write(whole, slots.value()); !s.is_ok()) return fail(s);
-    for (const core::BlockRecord& r : whole) pending_.add_block(space_->level_of_block(r.block), r);
+    for (const core::BlockToWrite& r : whole) pending_.add_block(space_->level_of_block(r.block), r);
   }
   return dirty_bytes_ > options_.cache_bytes ? flush_dirty() : Status::ok();
 }
@@ -115,7 +115,7 @@ core::BlockWriter Dataset::Impl::block_writer() { return core::BlockWriter(idx_,
 
 Status Dataset::Impl::flush_dirty() {
   if (dirty_.empty()) return Status::ok();
-  std::vector<core::BlockRecord> records;
+  std::vector<core::BlockToWrite> records;
   for (const auto& [key, samples] : dirty_) {
     const auto& [field, time, b] = key;
     records.push_back({.field = field, .time = time, .block = b, .samples = samples.data()});
@@ -123,7 +123,7 @@ Status Dataset::Impl::flush_dirty() {
   core::BlockWriter writer = block_writer();
   HZIO_ASSIGN_OR_RETURN(auto slots, writer.reserve(records));
   HZIO_RETURN_IF_ERROR(writer.write(records, slots));
-  for (const core::BlockRecord& r : records) pending_.add_block(space_->level_of_block(r.block), r);
+  for (const core::BlockToWrite& r : records) pending_.add_block(space_->level_of_block(r.block), r);
   dirty_.clear();
   dirty_bytes_ = 0;
   return Status::ok();

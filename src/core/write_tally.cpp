@@ -14,7 +14,7 @@ void WriteTally::add_hz(int level, double seconds) {
   level_hz_[static_cast<size_t>(level)] += seconds;
 }
 
-void WriteTally::add_block(int level, const BlockRecord& r) {
+void WriteTally::add_block(int level, const BlockToWrite& r) {
   const size_t l = static_cast<size_t>(level);
   add_hz(level, r.make_seconds);
   phases.compress += r.compress_seconds;

@@ -26,10 +26,10 @@ class WriteTally {
   PhaseTimes phases;
   int64_t sample_bytes = 0;  // bytes handed to write_box
 
-  // Local. Adds HZ-encoding seconds spent on a block of `level` (at its source, for collective writes).
+  // Local. Adds HZ-ordering seconds spent on a block of `level` (at its source, for collective writes).
   void add_hz(int level, double seconds);
   // Local. Adds a block the block writer wrote: its seconds per phase, its level's counts.
-  void add_block(int level, const BlockRecord& record);
+  void add_block(int level, const BlockToWrite& record);
 
   // Local. The report of this process alone: max and mean are its own figures; phases.total as set.
   WriteReport report(int64_t files) const;

@@ -17,9 +17,9 @@ void store_be32(std::byte* p, uint32_t v) {
 
 }  // namespace
 
-Result<std::vector<BlockEntry>> decode_header_table(std::span<const std::byte> bytes, int field_count,
-                                                    int64_t blocks_per_file, uint64_t file_size,
-                                                    const std::string& file_name) {
+Result<std::vector<BlockEntry>> parse_header_table(std::span<const std::byte> bytes, int field_count,
+                                                   int64_t blocks_per_file, uint64_t file_size,
+                                                   const std::string& file_name) {
   const uint64_t table = header_table_bytes(field_count, blocks_per_file);
   if (bytes.size() < table) {
     return corrupt("file " + file_name + ": header table needs " + std::to_string(table) + " bytes but the file has " +
@@ -43,7 +43,7 @@ Result<std::vector<BlockEntry>> decode_header_table(std::span<const std::byte> b
   return entries;
 }
 
-void encode_header_table(const std::vector<BlockEntry>& entries, std::vector<std::byte>& out) {
+void serialize_header_table(const std::vector<BlockEntry>& entries, std::vector<std::byte>& out) {
   out.assign(kFileHeaderBytes + kBlockEntryBytes * entries.size(), std::byte{0});
   for (size_t i = 0; i < entries.size(); ++i) {
     const BlockEntry& e = entries[i];

@@ -42,11 +42,11 @@ inline uint64_t header_table_bytes(int field_count, int64_t blocks_per_file) {
 
 // Local. Decodes the table (entry index = field * blocks_per_file + slot). Every present entry must lie
 // inside [table end, file_size): otherwise kCorrupt naming `file_name`, the field, the slot and why.
-Result<std::vector<BlockEntry>> decode_header_table(std::span<const std::byte> bytes, int field_count,
-                                                    int64_t blocks_per_file, uint64_t file_size,
-                                                    const std::string& file_name);
+Result<std::vector<BlockEntry>> parse_header_table(std::span<const std::byte> bytes, int field_count,
+                                                   int64_t blocks_per_file, uint64_t file_size,
+                                                   const std::string& file_name);
 
 // Local. Encodes the whole header region (file header included) into `out` (resized).
-void encode_header_table(const std::vector<BlockEntry>& entries, std::vector<std::byte>& out);
+void serialize_header_table(const std::vector<BlockEntry>& entries, std::vector<std::byte>& out);
 
 }  // namespace hzio::format

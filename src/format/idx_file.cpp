@@ -222,7 +222,7 @@ std::pair<double, double> scalar_range(Scalar scalar) {
 
 }  // namespace
 
-std::optional<int> stats_grain(const IdxFile& idx) {
+std::optional<int> sub_block_bits_of(const IdxFile& idx) {
   const std::string* v = idx.find_extra("hzio stats");
   if (!v) return std::nullopt;
   int64_t n = 0;
@@ -231,7 +231,7 @@ std::optional<int> stats_grain(const IdxFile& idx) {
   return static_cast<int>(std::clamp<int64_t>(n, 0, std::min(idx.bits_per_block, 16)));
 }
 
-void set_stats_grain(IdxFile& idx, int sub_block_bits) {
+void set_sub_block_bits(IdxFile& idx, int sub_block_bits) {
   idx.set_extra("hzio stats", "v1 sub_block_bits=" + std::to_string(sub_block_bits));
 }
 

@@ -84,12 +84,12 @@ struct IdxFile {
   void set_extra_line(std::string line, std::string value);
 };
 
-// hzio's extension key "(hzio stats)" (docs/format.md "The (hzio stats) key"): the sub-block grain of the
-// statistics hzio's writers keep. Local. The grain the key gives, clamped to [0, min(bpb, 16)] (0 for a
+// hzio's extension key "(hzio stats)" (docs/format.md "The (hzio stats) key"): the sub-block bits of the
+// statistics hzio's writers keep. Local. The sub-block bits the key gives, clamped to [0, min(bpb, 16)] (0 for a
 // key without "sub_block_bits="), or nullopt when the .idx has no key.
-std::optional<int> stats_grain(const IdxFile& idx);
-// Local. Sets the key to grain `sub_block_bits`.
-void set_stats_grain(IdxFile& idx, int sub_block_bits);
+std::optional<int> sub_block_bits_of(const IdxFile& idx);
+// Local. Sets the key to `sub_block_bits`.
+void set_sub_block_bits(IdxFile& idx, int sub_block_bits);
 
 // Local. Whether every sample of `dtype` can take `value`: finite and within the scalar's range; with
 // `exact`, also representable without rounding to a whole number for integer scalars.

@@ -172,15 +172,15 @@ TEST(IdxFile, DefaultValuesMustFitTheirDtype) {
 TEST(IdxFile, StatsGrainKeyReadsAsDocumentedAndWritesBack) {
   const std::string head =
       "(version)\n6\n(box)\n0 15 0 15\n(fields)\na float32\n(bits)\nV01010101\n(bitsperblock)\n6\n";
-  EXPECT_FALSE(stats_grain(IdxFile::parse(head, "a.idx").value()).has_value());
-  for (const auto& [value, grain] : std::vector<std::pair<std::string, int>>{
+  EXPECT_FALSE(sub_block_bits_of(IdxFile::parse(head, "a.idx").value()).has_value());
+  for (const auto& [value, bits] : std::vector<std::pair<std::string, int>>{
            {"v1 sub_block_bits=3", 3}, {"v2 sub_block_bits=99 more", 6}, {"v1 sub_block_bits=-2", 0}, {"v1", 0}}) {
     IdxFile f = IdxFile::parse(head + "(hzio stats)\n" + value + "\n", "a.idx").value();
-    EXPECT_EQ(stats_grain(f), grain) << value;
+    EXPECT_EQ(sub_block_bits_of(f), bits) << value;
   }
   IdxFile f = IdxFile::parse(head, "a.idx").value();
-  set_stats_grain(f, 2);
-  EXPECT_EQ(stats_grain(IdxFile::parse(f.to_text(), "a.idx").value()), 2);
+  set_sub_block_bits(f, 2);
+  EXPECT_EQ(sub_block_bits_of(IdxFile::parse(f.to_text(), "a.idx").value()), 2);
 }
 
 }  // namespace

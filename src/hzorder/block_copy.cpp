@@ -1,4 +1,4 @@
-// The sample-moving kernels of HZ encode and decode (docs/design/hz-kernels.md explains the tables).
+// The sample-moving kernels of HZ ordering, array to block and back (docs/design/hz-kernels.md explains the tables).
 #include "hzorder/block_copy.hpp"
 
 #include <immintrin.h>

@@ -1,4 +1,4 @@
-// The HZ encode/decode kernel: moves the samples of a block run between the block buffer (HZ or
+// The HZ copy kernel: moves the samples of a block run between the block buffer (HZ or
 // row-major order) and a dense x-fastest array. Layer: hzorder. Hot path; no allocation.
 #pragma once
 

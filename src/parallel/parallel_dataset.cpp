@@ -35,17 +35,17 @@ class ParallelDataset::Impl {
     const std::byte* data = nullptr;  // the samples: copy.data() or the caller's buffer
   };
 
-  MPI_Comm comm = MPI_COMM_NULL;
-  int rank = 0, size = 1;
-  bool one_node = false;  // every rank shares this node's memory (and page cache)
-  ParallelOptions options;
-  std::unique_ptr<Dataset> dataset;
-  std::vector<Staged> staged;
-  WriteReport report;
-  bool closed = false;
-  util::LargeBuffer send_buffer, recv_buffer;  // exchange buffers, reused by every round and flush
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+  bool one_node_ = false;  // every rank shares this node's memory (and page cache)
+  ParallelOptions options_;
+  std::unique_ptr<Dataset> dataset_;
+  std::vector<Staged> staged_;
+  WriteReport last_write_report_;
+  bool closed_ = false;
+  util::LargeBuffer send_buffer_, recv_buffer_;  // exchange buffers, reused by every round and flush
 
-  core::DatasetParts ds() { return core::DatasetParts(*dataset); }
+  core::DatasetParts ds() { return core::DatasetParts(*dataset_); }
   Status stage(const Box& box, std::string_view field, int64_t time, const void* data, size_t size_bytes, bool borrow);
   Result<WriteReport> flush();
   // What a flush moves: every rank's boxes, the timesteps they write, the write plan and this rank's
@@ -71,16 +71,16 @@ namespace {
 
 Result<std::unique_ptr<ParallelDataset::Impl>> make_impl(MPI_Comm comm, const ParallelOptions& options) {
   auto impl = std::make_unique<ParallelDataset::Impl>();
-  MPI_Comm_dup(comm, &impl->comm);
-  MPI_Comm_rank(impl->comm, &impl->rank);
-  MPI_Comm_size(impl->comm, &impl->size);
+  MPI_Comm_dup(comm, &impl->comm_);
+  MPI_Comm_rank(impl->comm_, &impl->rank_);
+  MPI_Comm_size(impl->comm_, &impl->size_);
   MPI_Comm node;
-  MPI_Comm_split_type(impl->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_split_type(impl->comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   int node_size = 0;
   MPI_Comm_size(node, &node_size);
   MPI_Comm_free(&node);
-  impl->one_node = node_size == impl->size;
-  impl->options = options;
+  impl->one_node_ = node_size == impl->size_;
+  impl->options_ = options;
   return impl;
 }
 
@@ -101,8 +101,8 @@ ParallelDataset::ParallelDataset(std::unique_ptr<Impl> impl) : impl_(std::move(i
 
 ParallelDataset::~ParallelDataset() {
   // No collective here: a rank unwinding alone would deadlock the others. Unflushed writes are dropped.
-  if (impl_ && !impl_->closed && impl_->dataset) impl_->dataset->abandon();
-  if (impl_ && impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
+  if (impl_ && !impl_->closed_ && impl_->dataset_) impl_->dataset_->abandon();
+  if (impl_ && impl_->comm_ != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm_);
 }
 
 Result<std::unique_ptr<ParallelDataset>> ParallelDataset::create(MPI_Comm comm, const std::string& path,
@@ -111,20 +111,20 @@ Result<std::unique_ptr<ParallelDataset>> ParallelDataset::create(MPI_Comm comm, 
   HZIO_ASSIGN_OR_RETURN(auto impl, make_impl(comm, parallel));
   OpenOptions open{.writable = true, .durable = parallel.durable, .threads = parallel.threads};
   Status s;
-  if (impl->rank == 0) {
+  if (impl->rank_ == 0) {
     auto ds = Dataset::create(path, options, open);
     s = ds.status();
-    if (ds.is_ok()) impl->dataset = std::move(ds).value();
+    if (ds.is_ok()) impl->dataset_ = std::move(ds).value();
   }
-  HZIO_RETURN_IF_ERROR(agree(impl->comm, s));
-  if (impl->rank != 0) {
+  HZIO_RETURN_IF_ERROR(agree(impl->comm_, s));
+  if (impl->rank_ != 0) {
     auto ds = Dataset::open(path, open);
     s = ds.status();
-    if (ds.is_ok()) impl->dataset = std::move(ds).value();
+    if (ds.is_ok()) impl->dataset_ = std::move(ds).value();
   }
-  s = agree(impl->comm, s);
+  s = agree(impl->comm_, s);
   if (!s.is_ok()) {
-    if (impl->dataset) impl->dataset->abandon();  // on rank 0: removes the dataset it just created
+    if (impl->dataset_) impl->dataset_->abandon();  // on rank 0: removes the dataset it just created
     return s;
   }
   return std::unique_ptr<ParallelDataset>(new ParallelDataset(std::move(impl)));
@@ -137,21 +137,25 @@ Result<std::unique_ptr<ParallelDataset>> ParallelDataset::open(MPI_Comm comm, co
   Status s = ds.status();
   if (writable && ds.is_ok() && core::DatasetParts(*ds.value()).idx.interleave > 1)
     s = unsupported("parallel writes of interleaved datasets");
-  HZIO_RETURN_IF_ERROR(agree(impl->comm, s));
-  impl->dataset = std::move(ds).value();
+  HZIO_RETURN_IF_ERROR(agree(impl->comm_, s));
+  impl->dataset_ = std::move(ds).value();
   return std::unique_ptr<ParallelDataset>(new ParallelDataset(std::move(impl)));
 }
 
 Status ParallelDataset::read_box(const Box& box, int level, std::string_view field, int64_t time, void* out,
                                  size_t out_bytes, ReadReport* report, ReadMethod method) {
   ReadReport local;
-  return parallel::parallel_read(*impl_->dataset, impl_->comm, impl_->one_node, impl_->options.aggregator_bytes,
+  return parallel::parallel_read(*impl_->dataset_, impl_->comm_, impl_->one_node_, impl_->options_.aggregator_bytes,
                                  {box, level, field, time, out, out_bytes}, method, report ? *report : local);
 }
 
-Dataset& ParallelDataset::dataset() { return *impl_->dataset; }
-MPI_Comm ParallelDataset::comm() const { return impl_->comm; }
-const WriteReport& ParallelDataset::last_report() const { return impl_->report; }
+Status ParallelDataset::fail_read(const Status& error) {
+  return agree(impl_->comm_, error.is_ok() ? invalid_argument("a rank could not make its read") : error);
+}
+
+Dataset& ParallelDataset::dataset() { return *impl_->dataset_; }
+MPI_Comm ParallelDataset::comm() const { return impl_->comm_; }
+const WriteReport& ParallelDataset::last_write_report() const { return impl_->last_write_report_; }
 
 Status ParallelDataset::Impl::stage(const Box& box, std::string_view field, int64_t time, const void* data,
                                     size_t size_bytes, bool borrow) {
@@ -175,7 +179,7 @@ Status ParallelDataset::Impl::stage(const Box& box, std::string_view field, int6
     std::memcpy(s.copy.data(), data, size_bytes);
     s.data = s.copy.data();
   }
-  staged.push_back(std::move(s));
+  staged_.push_back(std::move(s));
   return Status::ok();
 }
 
@@ -193,7 +197,7 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
                                              core::WriteTally& t) {
   core::DatasetParts d = ds();
   constexpr int kBulkTag = 1, kBlockTag = 2;
-  // The aggregated chunk's file space first, so that detached blocks land in their staged places. On an
+  // The aggregated chunk's file space first, so that detached blocks land in their buffered places. On an
   // error this rank still takes part in the exchange, and reports the error after it.
   parallel::ChunkSlots slots;
   Status s = io.chunk >= 0 ? parallel::reserve_chunk(d, plan.chunks[static_cast<size_t>(io.chunk)], io.entries, slots)
@@ -204,57 +208,57 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
     requests.emplace_back();
     // Sizes fit in int: flush() checked every round's buffers before the first.
     if (send)
-      MPI_Isend(at, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm, &requests.back());
+      MPI_Isend(at, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm_, &requests.back());
     else
-      MPI_Irecv(at, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm, &requests.back());
+      MPI_Irecv(at, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm_, &requests.back());
   };
   // Receives first: a message's data can move as soon as its sender posts it.
   std::vector<std::byte*> landing(io.incoming.size());
-  int64_t spill = io.recv_bulk[static_cast<size_t>(size)];
+  int64_t spill = io.recv_bulk[static_cast<size_t>(size_)];
   for (size_t k = 0; k < io.incoming.size(); ++k) {
     std::byte* p = place(io.incoming[k].entry);
-    landing[k] = p ? p : recv_buffer.data() + spill;
+    landing[k] = p ? p : recv_buffer_.data() + spill;
     spill += (io.incoming[k].bytes + 7) & ~int64_t{7};
   }
-  for (int r = 0; r < size; ++r) {
+  for (int r = 0; r < size_; ++r) {
     const int64_t begin = io.recv_bulk[static_cast<size_t>(r)], end = io.recv_bulk[static_cast<size_t>(r) + 1];
-    if (r != rank && end > begin) post(false, recv_buffer.data() + begin, end - begin, r, kBulkTag);
+    if (r != rank_ && end > begin) post(false, recv_buffer_.data() + begin, end - begin, r, kBulkTag);
   }
   for (size_t k = 0; k < io.incoming.size(); ++k)
     post(false, landing[k], io.incoming[k].bytes, io.incoming[k].source, kBlockTag);
-  // Encode; a detached block this rank aggregates itself goes straight to its staged place.
+  // Make the records; a detached block this rank aggregates itself goes straight to its buffered place.
   std::vector<std::byte*> own_samples;  // of this rank's detached records for itself, in order
   for (const auto& item : io.items) {
-    const Staged& st = staged[item.box];
+    const Staged& st = staged_[item.box];
     std::byte* samples = nullptr;
     if (item.detached) {
-      samples = send_buffer.data() + item.data_at;
-      if (item.dest == rank) {
+      samples = send_buffer_.data() + item.data_at;
+      if (item.dest == rank_) {
         if (std::byte* p = place(format::entry_in_file(d.idx, st.field, item.block))) samples = p;
         own_samples.push_back(samples);
       }
     }
-    parallel::write_record(d, st.field, st.time, st.box, st.data, item.block, send_buffer.data() + item.bulk_at,
+    parallel::write_record(d, st.field, st.time, st.box, st.data, item.block, send_buffer_.data() + item.bulk_at,
                            samples, t);
   }
   {
     util::ScopedSeconds timer(t.phases.aggregate);
-    for (int r = 0; r < size; ++r) {
+    for (int r = 0; r < size_; ++r) {
       const int64_t begin = io.send_bulk[static_cast<size_t>(r)], end = io.send_bulk[static_cast<size_t>(r) + 1];
-      if (r != rank && end > begin) post(true, send_buffer.data() + begin, end - begin, r, kBulkTag);
+      if (r != rank_ && end > begin) post(true, send_buffer_.data() + begin, end - begin, r, kBulkTag);
     }
     for (const auto& item : io.items)
-      if (item.detached && item.dest != rank)
-        post(true, send_buffer.data() + item.data_at, item.data_bytes, item.dest, kBlockTag);
+      if (item.detached && item.dest != rank_)
+        post(true, send_buffer_.data() + item.data_at, item.data_bytes, item.dest, kBlockTag);
     parallel::wait_all(requests);
   }
   // Records in rank order (a rank's own records in the order it staged them), this rank's from the send
   // buffer; each detached record gets the place its samples arrived at, in its sender's order.
   std::vector<parallel::Record> records;
   size_t next_in = 0, next_own = 0;
-  for (int r = 0; r < size && s.is_ok(); ++r) {
-    const bool own = r == rank;
-    const std::byte* base = own ? send_buffer.data() : recv_buffer.data();
+  for (int r = 0; r < size_ && s.is_ok(); ++r) {
+    const bool own = r == rank_;
+    const std::byte* base = own ? send_buffer_.data() : recv_buffer_.data();
     const auto& bounds = own ? io.send_bulk : io.recv_bulk;
     const size_t first = records.size();
     s = parallel::parse_records(std::span<const std::byte>(base + bounds[static_cast<size_t>(r)],
@@ -285,14 +289,14 @@ Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times, const pa
                                      core::WriteTally& t) {
   core::DatasetParts d = ds();
   core::CommitSteps steps;
-  steps.agree = [&](const Status& s) { return agree(comm, s); };
+  steps.agree = [&](const Status& s) { return agree(comm_, s); };
   steps.any = [&](bool mine) {
     int in = mine ? 1 : 0, out = 0;
-    parallel::allreduce(&in, &out, 1, MPI_INT, MPI_MAX, comm);
+    parallel::allreduce(&in, &out, 1, MPI_INT, MPI_MAX, comm_);
     return out != 0;
   };
-  steps.writes_idx = rank == 0;
-  steps.durable = options.durable;
+  steps.writes_idx = rank_ == 0;
+  steps.durable = options_.durable;
   for (int64_t tm : times) {
     if (d.idx.time.contains(tm)) continue;
     auto& written = steps.new_times[tm];
@@ -314,15 +318,15 @@ Status ParallelDataset::Impl::plan_flush(FlushPlan& fp) {
   core::DatasetParts d = ds();
   // Every rank learns every staged box: (field, time, lo, hi) per box.
   std::vector<int64_t> mine;
-  for (const Staged& s : staged) {
+  for (const Staged& s : staged_) {
     mine.insert(mine.end(),
                 {s.field, s.time, s.box.lo[0], s.box.lo[1], s.box.lo[2], s.box.hi[0], s.box.hi[1], s.box.hi[2]});
     fp.bytes += s.box.sample_count() * static_cast<int64_t>(d.coding[static_cast<size_t>(s.field)].dtype.bytes());
   }
   std::vector<int> counts;
-  const std::vector<int64_t> all = parallel::allgather_int64(comm, mine, counts);
+  const std::vector<int64_t> all = parallel::allgather_int64(comm_, mine, counts);
   size_t at = 0;
-  for (int r = 0; r < size; ++r) {
+  for (int r = 0; r < size_; ++r) {
     for (int i = 0; i < counts[r]; i += 8, at += 8) {
       fp.boxes.push_back({r, static_cast<int>(all[at]), all[at + 1],
                           Box{{all[at + 2], all[at + 3], all[at + 4]}, {all[at + 5], all[at + 6], all[at + 7]}}});
@@ -334,13 +338,13 @@ Status ParallelDataset::Impl::plan_flush(FlushPlan& fp) {
   std::vector<int64_t> block_bytes;
   for (size_t f = 0; f < d.coding.size(); ++f)
     block_bytes.push_back(static_cast<int64_t>(d.block_bytes(static_cast<int>(f))));
-  const parallel::PlanOptions plan_options{options.placement == AggregatorPlacement::kUniform, options.aggregator_count,
-                                           options.aggregator_bytes};
-  fp.plan = parallel::make_write_plan(d.idx, d.space, fp.boxes, size, plan_options, block_bytes);
+  const parallel::PlanOptions plan_options{options_.placement == AggregatorPlacement::kUniform,
+                                           options_.aggregator_count, options_.aggregator_bytes};
+  fp.plan = parallel::make_write_plan(d.idx, d.space, fp.boxes, size_, plan_options, block_bytes);
   // Each round's sends and receives up front, so that the buffers are sized once and the size limits
   // agreed once for the whole flush.
   size_t mine_at = 0;  // this rank's first box in `boxes`
-  for (int r = 0; r < rank; ++r) mine_at += static_cast<size_t>(counts[r] / 8);
+  for (int r = 0; r < rank_; ++r) mine_at += static_cast<size_t>(counts[r] / 8);
   std::vector<bool> raw;
   for (const core::FieldCoding& fc : d.coding) raw.push_back(fc.codec.kind == codec::CodecKind::kRaw);
   const auto shape_of = [&](int field, const Box& box, uint64_t block) {
@@ -349,16 +353,16 @@ Status ParallelDataset::Impl::plan_flush(FlushPlan& fp) {
   int64_t send_max = 0, recv_max = 0;
   for (const auto& round : fp.plan.rounds) {
     fp.rounds.push_back(
-        parallel::plan_round(d.idx, fp.plan, round, fp.boxes, {mine_at, staged.size()}, rank, size, raw, shape_of));
+        parallel::plan_round(d.idx, fp.plan, round, fp.boxes, {mine_at, staged_.size()}, rank_, size_, raw, shape_of));
     send_max = std::max(send_max, fp.rounds.back().send_bytes);
     recv_max = std::max(recv_max, fp.rounds.back().recv_bytes);
   }
   Status ready = send_max > INT_MAX || recv_max > INT_MAX
                      ? unsupported("a round moves more than 2 GiB into or out of one rank; lower aggregator_bytes")
                      : Status::ok();
-  if (ready.is_ok()) ready = reserve(send_buffer, static_cast<size_t>(send_max), "send");
-  if (ready.is_ok()) ready = reserve(recv_buffer, static_cast<size_t>(recv_max), "receive");
-  return agree(comm, ready);
+  if (ready.is_ok()) ready = reserve(send_buffer_, static_cast<size_t>(send_max), "send");
+  if (ready.is_ok()) ready = reserve(recv_buffer_, static_cast<size_t>(recv_max), "receive");
+  return agree(comm_, ready);
 }
 
 Status ParallelDataset::Impl::write_staged(FlushPlan& fp, core::WriteTally& t) {
@@ -372,8 +376,8 @@ Status ParallelDataset::Impl::write_staged(FlushPlan& fp, core::WriteTally& t) {
     Status round = exchange_round(fp.plan, fp.rounds[r], t);
     if (!round.is_ok() && failed.is_ok()) failed = round;
   }
-  if (s.is_ok()) s = agree(comm, failed);
-  staged.clear();
+  if (s.is_ok()) s = agree(comm_, failed);
+  staged_.clear();
   if (!s.is_ok()) {
     ds().files.abort();
     return s;
@@ -391,17 +395,17 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
   }
   HZIO_RETURN_IF_ERROR(s);
   int64_t total_bytes = 0;
-  parallel::allreduce(&fp.bytes, &total_bytes, 1, MPI_INT64_T, MPI_SUM, comm);
-  report = reduce(fp.plan, t, total_bytes);
-  return report;
+  parallel::allreduce(&fp.bytes, &total_bytes, 1, MPI_INT64_T, MPI_SUM, comm_);
+  last_write_report_ = reduce(fp.plan, t, total_bytes);
+  return last_write_report_;
 }
 
 WriteReport ParallelDataset::Impl::reduce(const parallel::WritePlan& plan, const core::WriteTally& t, int64_t bytes) {
   WriteReport r;
-  r.ranks = size;
+  r.ranks = size_;
   r.aggregators = plan.aggregators;
   r.rounds = static_cast<int>(plan.rounds.size());
-  r.placement = options.placement == AggregatorPlacement::kLocalized ? "localized" : "uniform";
+  r.placement = options_.placement == AggregatorPlacement::kLocalized ? "localized" : "uniform";
   r.bytes = bytes;
   r.files = plan.files;
   const std::vector<double> seconds = t.seconds();
@@ -409,23 +413,23 @@ WriteReport ParallelDataset::Impl::reduce(const parallel::WritePlan& plan, const
   std::vector<double> max(seconds.size()), sum(seconds.size());
   std::vector<int64_t> total(counts.size());
   const int n = static_cast<int>(seconds.size());
-  parallel::allreduce(seconds.data(), max.data(), n, MPI_DOUBLE, MPI_MAX, comm);
-  parallel::allreduce(seconds.data(), sum.data(), n, MPI_DOUBLE, MPI_SUM, comm);
-  parallel::allreduce(counts.data(), total.data(), static_cast<int>(counts.size()), MPI_INT64_T, MPI_SUM, comm);
-  t.fill_reduced(max, sum, total, size, r);
+  parallel::allreduce(seconds.data(), max.data(), n, MPI_DOUBLE, MPI_MAX, comm_);
+  parallel::allreduce(seconds.data(), sum.data(), n, MPI_DOUBLE, MPI_SUM, comm_);
+  parallel::allreduce(counts.data(), total.data(), static_cast<int>(counts.size()), MPI_INT64_T, MPI_SUM, comm_);
+  t.fill_reduced(max, sum, total, size_, r);
   return r;
 }
 
 Result<WriteReport> ParallelDataset::flush() {
-  if (impl_->closed) return invalid_argument("dataset " + impl_->ds().path + " is closed");
+  if (impl_->closed_) return invalid_argument("dataset " + impl_->ds().path + " is closed");
   return impl_->flush();
 }
 
 Status ParallelDataset::close() {
-  if (impl_->closed) return invalid_argument("dataset is closed");
+  if (impl_->closed_) return invalid_argument("dataset is closed");
   auto r = impl_->flush();
-  impl_->closed = true;
-  impl_->dataset->abandon();
+  impl_->closed_ = true;
+  impl_->dataset_->abandon();
   return r.status();
 }
 

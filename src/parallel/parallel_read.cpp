@@ -20,7 +20,7 @@ namespace hzio::parallel {
 namespace {
 
 // Heads each block a two-phase reader sends.
-struct BlockHeader {
+struct SentBlockHeader {
   int32_t field = 0;
   int32_t layout = 0;  // 0 HZ order, 1 row-major, -1 missing
   int64_t time = 0;
@@ -81,7 +81,7 @@ Status alltoall_blocks(MPI_Comm comm, const util::LargeBuffer& send, const std::
 // The blocks of one two-phase round that this rank reads for everyone: raw blocks of committed files
 // straight from the file's mapping, others decoded into buffers of their own.
 struct ReadBlocks {
-  std::vector<BlockHeader> heads;
+  std::vector<SentBlockHeader> heads;
   std::vector<const std::byte*> data;
   std::vector<std::vector<std::byte>> decoded;
 };
@@ -146,7 +146,7 @@ Status make_request(const Dataset& dataset, const core::DatasetParts& d, const R
 
 // Collective. The two-phase exchange: round by round, each reader reads its files' blocks of the round
 // and sends each to the ranks that asked. `received[k]` gets round k's blocks for this rank, each a
-// BlockHeader and its decoded samples; all rounds are kept, for the assembly.
+// SentBlockHeader and its decoded samples; all rounds are kept, for the assembly.
 Status exchange_blocks(MPI_Comm comm, core::DatasetParts& d, const ReadPlan& plan,
                        std::vector<util::LargeBuffer>& received, std::vector<int64_t>& received_bytes,
                        ReadReport& rep) {
@@ -167,13 +167,13 @@ Status exchange_blocks(MPI_Comm comm, core::DatasetParts& d, const ReadPlan& pla
     std::vector<std::vector<int64_t>> at(to_read.size());
     for (size_t i = 0; i < to_read.size(); ++i)
       for (int r : plan.wanted.at(to_read[i]))
-        counts[r] += static_cast<int64_t>(sizeof(BlockHeader) + blocks.heads[i].bytes);
+        counts[r] += static_cast<int64_t>(sizeof(SentBlockHeader) + blocks.heads[i].bytes);
     for (int r = 1; r < size; ++r) displs[r] = displs[r - 1] + counts[r - 1];
     std::vector<int64_t> next = displs;
     for (size_t i = 0; i < to_read.size(); ++i)
       for (int r : plan.wanted.at(to_read[i])) {
         at[i].push_back(next[r]);
-        next[r] += static_cast<int64_t>(sizeof(BlockHeader) + blocks.heads[i].bytes);
+        next[r] += static_cast<int64_t>(sizeof(SentBlockHeader) + blocks.heads[i].bytes);
       }
     Status packed;
     try {
@@ -184,9 +184,9 @@ Status exchange_blocks(MPI_Comm comm, core::DatasetParts& d, const ReadPlan& pla
     HZIO_RETURN_IF_ERROR(agree(comm, packed));
     d.pool.parallel_for(to_read.size(), [&](size_t i) {
       for (int64_t offset : at[i]) {
-        std::memcpy(send.data() + offset, &blocks.heads[i], sizeof(BlockHeader));
+        std::memcpy(send.data() + offset, &blocks.heads[i], sizeof(SentBlockHeader));
         if (blocks.heads[i].bytes)
-          std::memcpy(send.data() + offset + sizeof(BlockHeader), blocks.data[i], blocks.heads[i].bytes);
+          std::memcpy(send.data() + offset + sizeof(SentBlockHeader), blocks.data[i], blocks.heads[i].bytes);
       }
     });
     HZIO_RETURN_IF_ERROR(alltoall_blocks(comm, send, counts, displs, received[round], received_bytes[round]));
@@ -203,8 +203,8 @@ void assemble(core::DatasetParts& d, const std::vector<util::LargeBuffer>& recei
   int64_t missing = 0;
   for (size_t round = 0; round < received.size(); ++round) {
     const std::byte* in = received[round].data();
-    for (int64_t at = 0; at + static_cast<int64_t>(sizeof(BlockHeader)) <= received_bytes[round];) {
-      BlockHeader h;
+    for (int64_t at = 0; at + static_cast<int64_t>(sizeof(SentBlockHeader)) <= received_bytes[round];) {
+      SentBlockHeader h;
       std::memcpy(&h, in + at, sizeof h);
       at += static_cast<int64_t>(sizeof h);
       if (h.layout < 0) {

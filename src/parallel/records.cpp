@@ -47,7 +47,7 @@ void gather_subgrid(const hzorder::Run& g, const Point& lo, const Point& hi, con
 uint64_t stats_wire_bytes(const core::DatasetParts& ds, int field) {
   const auto& fc = ds.coding[field];
   if (fc.codec.kind != codec::CodecKind::kRaw) return 0;  // lossy codecs need the stored values' stats
-  const uint64_t ranges = 1 + (ds.files.stats_bits() > 0 ? uint64_t{1} << ds.files.stats_bits() : 0);
+  const uint64_t ranges = 1 + (ds.files.sub_block_bits() > 0 ? uint64_t{1} << ds.files.sub_block_bits() : 0);
   return ranges * stats::range_record_bytes(fc.dtype.components);
 }
 
@@ -62,7 +62,7 @@ std::byte* put_record(std::byte* out, const RecordHeader& h) {
 
 namespace {
 
-// A whole block: HZ-encoded here (into `samples` when detached, else after the header at `out`), with
+// A whole block: HZ-ordered here (into `samples` when detached, else after the header at `out`), with
 // its statistics after the header or the padded samples.
 void write_whole(core::DatasetParts& ds, RecordHeader h, const Box& box, const std::byte* data, bool sparse,
                  std::byte* out, std::byte* samples, core::WriteTally& tally) {
@@ -142,13 +142,13 @@ RecordShape record_shape(const core::DatasetParts& ds, int field, const Box& box
 Status parse_records(std::span<const std::byte> buffer, std::vector<Record>& out) {
   size_t at = 0;
   while (at < buffer.size()) {
-    if (buffer.size() - at < sizeof(RecordHeader)) return internal_error("truncated piece header in exchange buffer");
+    if (buffer.size() - at < sizeof(RecordHeader)) return internal_error("truncated record header in exchange buffer");
     Record r;
     std::memcpy(&r.header, buffer.data() + at, sizeof(RecordHeader));
     at += sizeof(RecordHeader);
     const uint64_t padded = r.header.detached ? 0 : (r.header.bytes + 7) & ~uint64_t{7};
     if (padded > buffer.size() - at || r.header.stats_bytes > buffer.size() - at - padded) {
-      return internal_error("truncated piece data in exchange buffer");
+      return internal_error("truncated record data in exchange buffer");
     }
     if (!r.header.detached) r.data = buffer.data() + at;
     at += padded;
@@ -220,13 +220,13 @@ Status assemble(core::DatasetParts& ds, const core::BlockWriter& writer, int fie
   return Status::ok();
 }
 
-// The statistics a whole raw block carried from its source, if they match this dataset's grain.
+// The statistics a whole raw block carried from its source, if they match this dataset's sub-block bits.
 std::optional<stats::BlockStats> carried_stats(const core::DatasetParts& ds, int field, const Record& r) {
   if (!r.stats || r.header.stats_bytes != stats_wire_bytes(ds, field)) return std::nullopt;
   const int comps = ds.coding[field].dtype.components;
   stats::BlockStats st;
   const std::byte* at = stats::read_range_record(r.stats, st.block, comps);
-  st.parts.resize(ds.files.stats_bits() > 0 ? size_t{1} << ds.files.stats_bits() : 0);
+  st.parts.resize(ds.files.sub_block_bits() > 0 ? size_t{1} << ds.files.sub_block_bits() : 0);
   for (auto& part : st.parts) at = stats::read_range_record(at, part, comps);
   return st;
 }
@@ -235,16 +235,16 @@ std::optional<stats::BlockStats> carried_stats(const core::DatasetParts& ds, int
 
 std::byte* ChunkSlots::place(int64_t entry) const {
   const auto it = std::lower_bound(entries.begin(), entries.end(), entry);
-  return it != entries.end() && *it == entry ? slots[static_cast<size_t>(it - entries.begin())].staged : nullptr;
+  return it != entries.end() && *it == entry ? slots[static_cast<size_t>(it - entries.begin())].buffered : nullptr;
 }
 
 namespace {
 
 // The block records of a chunk's entries, without their samples yet.
-std::vector<core::BlockRecord> chunk_records(const core::DatasetParts& ds, const Chunk& chunk,
-                                             const std::vector<int64_t>& entries) {
+std::vector<core::BlockToWrite> chunk_records(const core::DatasetParts& ds, const Chunk& chunk,
+                                              const std::vector<int64_t>& entries) {
   const int64_t bpf = ds.idx.blocks_per_file;
-  std::vector<core::BlockRecord> records;
+  std::vector<core::BlockToWrite> records;
   for (int64_t e : entries) {
     records.push_back({.field = static_cast<int>(e / bpf),
                        .time = chunk.time,
@@ -257,7 +257,7 @@ std::vector<core::BlockRecord> chunk_records(const core::DatasetParts& ds, const
 
 Status reserve_chunk(core::DatasetParts& ds, const Chunk& chunk, std::vector<int64_t> entries, ChunkSlots& slots) {
   slots.entries = std::move(entries);
-  const std::vector<core::BlockRecord> records = chunk_records(ds, chunk, slots.entries);
+  const std::vector<core::BlockToWrite> records = chunk_records(ds, chunk, slots.entries);
   HZIO_ASSIGN_OR_RETURN(slots.slots, ds.block_writer().reserve(records));
   return Status::ok();
 }
@@ -276,8 +276,8 @@ Status write_chunk(core::DatasetParts& ds, const Chunk& chunk, const std::vector
   for (const auto& [e, v] : by_entry) entries.push_back(e);
   if (entries != slots.entries) return internal_error("a chunk's records do not match the blocks reserved for it");
   core::BlockWriter writer = ds.block_writer();
-  std::vector<core::BlockRecord> blocks = chunk_records(ds, chunk, entries);
-  for (core::BlockRecord& b : blocks) {
+  std::vector<core::BlockToWrite> blocks = chunk_records(ds, chunk, entries);
+  for (core::BlockToWrite& b : blocks) {
     const auto& recs = by_entry[format::entry_in_file(ds.idx, b.field, b.block)];
     if (last_whole(recs) == static_cast<int>(recs.size()) - 1) {  // the newest record is the whole block
       b.samples = recs.back()->data;
@@ -289,7 +289,7 @@ Status write_chunk(core::DatasetParts& ds, const Chunk& chunk, const std::vector
     }
   }
   HZIO_RETURN_IF_ERROR(writer.write(blocks, slots.slots));
-  for (const core::BlockRecord& b : blocks) tally.add_block(ds.space.level_of_block(b.block), b);
+  for (const core::BlockToWrite& b : blocks) tally.add_block(ds.space.level_of_block(b.block), b);
   return Status::ok();
 }
 

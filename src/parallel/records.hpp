@@ -1,5 +1,5 @@
 // Records, what a collective write moves: a rank's box cut into per-block pieces (a dense sub-grid of
-// the block's samples) or whole HZ-encoded blocks, each a RecordHeader and its samples; and the
+// the block's samples) or whole HZ-ordered blocks, each a RecordHeader and its samples; and the
 // aggregator side that assembles them into blocks for the block writer. Layer: parallel (no MPI here).
 #pragma once
 
@@ -33,7 +33,7 @@ struct RecordHeader {
 // The parts of the record for (box, block). A detached record (a whole block of at least
 // kDetachedBlockBytes of a raw field, the only record of its block in a round) is sent as its header and
 // statistics in the bulk message and its samples as a message of their own, which the aggregator
-// receives straight into the block's place in its staged data file: no copy after the exchange.
+// receives straight into the block's place in its data file's direct buffer: no copy after the exchange.
 // Smaller blocks stay in the bulk message: a message per block would cost more than the copy it saves.
 constexpr uint64_t kDetachedBlockBytes = uint64_t{64} << 10;
 
@@ -53,7 +53,7 @@ struct Record {
 };
 
 // Local. Writes the record for the samples of `block` inside the staged array `data` (covering `box`).
-// Whole blocks are HZ-encoded here with the core kernel; a raw field's whole block also gets its
+// Whole blocks are HZ-ordered here with the core kernel; a raw field's whole block also gets its
 // statistics here, while it is still in this core's cache (on the aggregator it would come from
 // memory again). `tally` gets restructure, hz and stats seconds.
 // With `samples` null, writes the whole record (shape.bytes()) at `out`. Otherwise the record is
@@ -70,11 +70,11 @@ RecordShape record_shape(const core::DatasetParts& ds, int field, const Box& box
 Status parse_records(std::span<const std::byte> buffer, std::vector<Record>& out);
 
 // The file space of the raw blocks of one chunk, reserved (in entry order) before its records arrive, so
-// that detached blocks can be received straight into a staged data file.
+// that detached blocks can be received straight into their data file's direct buffer.
 struct ChunkSlots {
   std::vector<int64_t> entries;                // ascending: field * blocks_per_file + slot
-  std::vector<core::BlockWriter::Slot> slots;  // per entry: the raw block's reserved (and staged) place
-  // The staged place of `entry`, or null (not reserved, or not staged).
+  std::vector<core::BlockWriter::Slot> slots;  // per entry: the raw block's reserved (and buffered) place
+  // The buffered place of `entry`, or null (not reserved, or not buffered).
   std::byte* place(int64_t entry) const;
 };
 
@@ -82,7 +82,7 @@ struct ChunkSlots {
 Status reserve_chunk(core::DatasetParts& ds, const Chunk& chunk, std::vector<int64_t> entries, ChunkSlots& slots);
 
 // Local. Assembles the chunk's blocks from `records` (merging with stored data where pieces do not
-// cover a block; a detached record received into its staged place needs nothing), compresses them on
+// cover a block; a detached record received into its buffered place needs nothing), compresses them on
 // the pool and appends them to the data file in entry order. `slots` must come from reserve_chunk for
 // exactly the entries the records name.
 Status write_chunk(core::DatasetParts& ds, const Chunk& chunk, const std::vector<Record>& records,

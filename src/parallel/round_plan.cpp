@@ -74,7 +74,7 @@ RoundPlan plan_round(const format::IdxFile& idx, const WritePlan& plan, const st
   }
   io.send_bytes = total;
   // Receives: what every other rank's boxes put in the chunk this rank aggregates, in their sending
-  // order; room for the detached blocks after the bulk messages, for when they have no staged place.
+  // order; room for the detached blocks after the bulk messages, for when they have no buffered place.
   std::vector<int64_t> bulk_from(static_cast<size_t>(ranks), 0);
   std::vector<std::vector<RoundPlan::Incoming>> from(static_cast<size_t>(ranks));
   std::set<int64_t> entries;

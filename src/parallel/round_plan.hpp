@@ -17,7 +17,7 @@ namespace hzio::parallel {
 
 // Two ranks exchange one bulk message (records, and the headers of detached records) and one message per
 // detached block (RecordShape), which the aggregator receives straight into the block's place in its
-// staged data file.
+// data file's direct buffer.
 struct RoundPlan {
   struct Item {  // a record this rank makes for `dest` (itself included)
     size_t box;  // which of this rank's staged boxes (in staging order)
@@ -26,7 +26,7 @@ struct RoundPlan {
     bool detached;
     int64_t bulk_at;     // in the send buffer: the record, or a detached record's header and statistics
     int64_t data_at;     // in the send buffer: a detached record's samples
-    int64_t data_bytes;  // a detached record's sample bytes (unpadded: they may land in a staged file); else 0
+    int64_t data_bytes;  // a detached record's sample bytes (unpadded: they may land in a direct buffer); else 0
   };
   struct Incoming {  // a detached block from another rank, in that rank's sending order
     int source;

@@ -188,7 +188,7 @@ BlockStats compute_block_stats(const hzorder::HzSpace& space, uint64_t block, La
     }
   }
   const std::vector<char>* m = mask.empty() ? nullptr : &mask;
-  // A block staged for a direct write can sit at any byte offset, and the passes below load typed
+  // A block buffered for a direct write can sit at any byte offset, and the passes below load typed
   // samples: such a block is read from an aligned copy (heap memory suits every scalar type).
   thread_local std::vector<std::byte> aligned;
   if (reinterpret_cast<uintptr_t>(data.data()) % dtype.scalar_bytes() != 0) {

@@ -80,16 +80,16 @@ TEST(StatsFile, RoundTripsAndRejectsStaleOrDamagedSidecars) {
   t.entries[1].block.count = kUnknown;
   t.entries[3].block = {2, {0, 1, 2}, {3, 4, 5}};
   t.entries[3].parts = {{1, {0, 1, 2}, {0, 1, 2}}, {1, {3, 4, 5}, {3, 4, 5}}};
-  const auto bytes = encode_stats_file(t, 1234, 99);
-  auto back = decode_stats_file(bytes, {1, 3}, 2, 1234, 99, "s").value();
+  const auto bytes = serialize_stats_file(t, 1234, 99);
+  auto back = parse_stats_file(bytes, {1, 3}, 2, 1234, 99, "s").value();
   EXPECT_EQ(back.entries[0].block.count, 7u);
   EXPECT_EQ(back.entries[0].parts[1].min[0], 1.2);
   EXPECT_EQ(back.entries[1].block.count, kUnknown);
   EXPECT_EQ(back.entries[3].block.max[2], 5.0);
-  EXPECT_EQ(decode_stats_file(bytes, {1, 3}, 2, 1235, 99, "s").status().code(), ErrorCode::kNotFound);
-  EXPECT_EQ(decode_stats_file(std::span(bytes).first(bytes.size() - 1), {1, 3}, 2, 1234, 99, "s").status().code(),
+  EXPECT_EQ(parse_stats_file(bytes, {1, 3}, 2, 1235, 99, "s").status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(parse_stats_file(std::span(bytes).first(bytes.size() - 1), {1, 3}, 2, 1234, 99, "s").status().code(),
             ErrorCode::kCorrupt);
-  EXPECT_EQ(decode_stats_file(bytes, {1, 1}, 2, 1234, 99, "s").status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(parse_stats_file(bytes, {1, 1}, 2, 1234, 99, "s").status().code(), ErrorCode::kCorrupt);
 }
 
 }  // namespace

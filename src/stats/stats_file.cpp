@@ -70,7 +70,7 @@ uint32_t crc32_of(std::span<const std::byte> bytes) {
   return static_cast<uint32_t>(crc);
 }
 
-std::vector<std::byte> encode_stats_file(const StatsTable& t, uint64_t data_file_size, uint32_t header_crc) {
+std::vector<std::byte> serialize_stats_file(const StatsTable& t, uint64_t data_file_size, uint32_t header_crc) {
   std::vector<std::byte> out;
   for (char c : kMagic) out.push_back(static_cast<std::byte>(c));
   put<uint32_t>(out, 1);
@@ -94,9 +94,9 @@ std::vector<std::byte> encode_stats_file(const StatsTable& t, uint64_t data_file
   return out;
 }
 
-Result<StatsTable> decode_stats_file(std::span<const std::byte> bytes, const std::vector<int>& components,
-                                     int64_t blocks_per_file, uint64_t data_file_size, uint32_t header_crc,
-                                     const std::string& name) {
+Result<StatsTable> parse_stats_file(std::span<const std::byte> bytes, const std::vector<int>& components,
+                                    int64_t blocks_per_file, uint64_t data_file_size, uint32_t header_crc,
+                                    const std::string& name) {
   const std::string where = "statistics file " + name + ": ";
   if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, 8) != 0)
     return corrupt(where + "bad magic or truncated header");

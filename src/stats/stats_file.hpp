@@ -24,13 +24,13 @@ struct StatsTable {
 };
 
 // Local. The sidecar bytes for `table`, bound to the data file by its size and the CRC-32 of its header table.
-std::vector<std::byte> encode_stats_file(const StatsTable& table, uint64_t data_file_size, uint32_t header_crc);
+std::vector<std::byte> serialize_stats_file(const StatsTable& table, uint64_t data_file_size, uint32_t header_crc);
 
 // Local. Decodes a sidecar. Errors: kCorrupt (malformed, naming `name`), kNotFound when it describes another
 // version of the data file (size or header CRC differ: the data file was rewritten by another tool).
-Result<StatsTable> decode_stats_file(std::span<const std::byte> bytes, const std::vector<int>& components,
-                                     int64_t blocks_per_file, uint64_t data_file_size, uint32_t header_crc,
-                                     const std::string& name);
+Result<StatsTable> parse_stats_file(std::span<const std::byte> bytes, const std::vector<int>& components,
+                                    int64_t blocks_per_file, uint64_t data_file_size, uint32_t header_crc,
+                                    const std::string& name);
 
 // Local. One range's statistics in the sidecar's record form (docs/format.md "Statistics sidecar"):
 // count, then min and max per component; min and max are 0 when the count is 0 or unknown. The

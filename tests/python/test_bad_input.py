@@ -203,7 +203,7 @@ def test_missing_bin_file_reads_default_value(sample_copy):
     assert (expected != VALUES).sum() == 32
     with hzio.open(str(idx)) as ds:
         np.testing.assert_array_equal(ds.read(), expected)
-        assert ds.last_report["blocks_missing"] == 2, ds.last_report
+        assert ds.last_read_report["blocks_missing"] == 2, ds.last_read_report
         np.testing.assert_array_equal(ds.read(level=4), VALUES[::2, ::4])  # block 0 only
 
 

@@ -7,7 +7,7 @@ sub-communicator (2-D, two fields, some slabs left unwritten). Every rank opens 
 ``hzio.open(path, comm=COMM_WORLD)``, reads its own random box at a random level with ``method`` auto,
 independent and two-phase (one rank asking for nothing, ``box=()``), slices ``ds[...]`` and
 ``ds.level(h)[...]`` collectively, and compares with NumPy slicing of the known array at the level's grid
-(:mod:`hz_expect`). It also checks ``last_report``: the forced method; ``auto`` following the documented
+(:mod:`hz_expect`). It also checks ``last_read_report``: the forced method; ``auto`` following the documented
 rule (docs/guide/parallel-io.md "Reads"); each rank's own missing blocks and ``min_bytes``; independent
 reads touching exactly the rank's blocks and files; two-phase reads reading each block and file once over
 all ranks. One ``mpiexec`` run per rank count serves every test of that count.
@@ -169,3 +169,17 @@ def test_a_rank_selecting_nothing_still_takes_part_in_collective_slicing(serial_
         pytest.fail(f"a rank with an empty selection broke the collective read\n{describe}")
     _assert_check(result, "empty selection", minimum=2)
     _assert_check(result, "read after an empty selection", minimum=2)
+
+
+@pytest.mark.parametrize("nprocs", [2, 3])
+def test_a_rank_with_bad_arguments_fails_the_collective_read_on_every_rank(serial_dataset, tmp_path, nprocs):
+    """One rank's unknown field, out-of-domain box, level, method, index or ``out`` must not leave the
+    other ranks waiting in the collective read: every rank raises, and the next read works."""
+    result, describe = run_mpi(nprocs, {"out": str(tmp_path), "seed": 1, "serial": serial_dataset(1),
+                                        "mode": "bad_arguments"}, timeout=30)
+    if result is None:
+        pytest.fail(f"a rank with bad arguments hung or broke the collective read\n{describe}")
+    for name in ("unknown field", "box outside the domain", "level past the finest", "unknown method", "bad index",
+                 "wrong out"):
+        _assert_check(result, f"every rank raises: {name}", minimum=nprocs)
+        _assert_check(result, f"read after: {name}", minimum=nprocs)

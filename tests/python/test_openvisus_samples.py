@@ -105,19 +105,19 @@ def test_partial_missing_reads_default_value(open_sample):
     got = ds.read()
     assert np.all(got[:4, :8] == he.sample_value("u8_2d_hzorder_zip", (8, 16))[:4, :8])
     assert np.all(got[4:, :] == 7) and np.all(got[:, 8:] == 7)
-    assert ds.last_report["blocks_missing"] == 4, ds.last_report  # blocks 3, 5, 6, 7
+    assert ds.last_read_report["blocks_missing"] == 4, ds.last_read_report  # blocks 3, 5, 6, 7
 
 
 def test_last_report_counts(open_sample):
     ds = open_sample("u8_2d_hzorder_raw_multifile")
     ds.read()
-    rep = dict(ds.last_report)
+    rep = dict(ds.last_read_report)
     assert {"files_opened", "blocks_read", "bytes_read", "min_bytes", "blocks_missing"} <= set(rep)
     assert rep["files_opened"] == 4 and rep["blocks_read"] == 8 and rep["blocks_missing"] == 0
     assert rep["bytes_read"] >= 8 * 16
     fresh = open_sample("u8_2d_hzorder_raw_multifile")  # no cache can hide block reads
     fresh.read(level=4)  # levels 0..bpb live in block 0 only
-    assert fresh.last_report["blocks_read"] == 1 and fresh.last_report["files_opened"] == 1
+    assert fresh.last_read_report["blocks_read"] == 1 and fresh.last_read_report["files_opened"] == 1
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -62,7 +62,7 @@ CASES = {
     "zip-hzorder-localized": dict(
         shape=[40, 33, 17], fields=[["t", "float32"], ["p", "int16"], ["c", "uint8[3]"]], times=[0, 2, 5],
         written_times=[0, 5], codec="zip", layout="hzorder", bits_per_block=10, blocks_per_file=4,
-        placement="localized", idle_ranks=1, borrow=0.5, rewrite=0.3, stats_sub_block_bits=3),
+        placement="localized", idle_ranks=1, borrow=0.5, rewrite=0.3, sub_block_bits=3),
     # Per-field codec and layout, an explicit bitmask with a spare digit, one block per round.
     "lz4-rowmajor-uniform-rounds": dict(
         shape=[23, 30, 19], fields=[["a", "float64"], ["m", "uint8", {"codec": "raw", "layout": "hzorder"}],
@@ -74,7 +74,7 @@ CASES = {
     "raw-2d-holes-two-flushes": dict(
         shape=[45, 37], fields=[["i", "int32"], ["t", "float32", {"codec": "zip"}]], times=None, codec="raw",
         bits_per_block=7, blocks_per_file=3, placement="localized", aggregator_bytes=1500, holes=0.25,
-        flushes=2, borrow=0.5, rewrite=0.3, stats_sub_block_bits=2),
+        flushes=2, borrow=0.5, rewrite=0.3, sub_block_bits=2),
     # Blocks of 4 and 8 bytes staged back to back for direct writes: a byte too many would overwrite a
     # neighbour.
     "raw-tiny-blocks-durable": dict(

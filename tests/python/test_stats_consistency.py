@@ -1,4 +1,4 @@
-"""Statistics stay truthful in the corner cases: uncommitted writes, sidecars of another grain, lossy codecs.
+"""Statistics stay truthful in the corner cases: uncommitted writes, sidecars of other sub-block bits, lossy codecs.
 
 Each test compares ``ds.query`` with a NumPy scan of ``ds.read`` (the independent oracle).
 """
@@ -29,10 +29,10 @@ def test_queries_see_uncommitted_writes(tmp_path, rng):
     ds.close()
 
 
-def test_rewrites_keep_statistics_of_another_grain_truthful(tmp_path, rng):
+def test_rewrites_keep_statistics_of_other_sub_block_bits_truthful(tmp_path, rng):
     path = tmp_path / "g.idx"
     data = rng.random((32, 32, 32)).astype(np.float32)
-    with hzio.create(path, shape=data.shape, fields={"a": "float32"}, bits_per_block=10, stats_sub_block_bits=2) as ds:
+    with hzio.create(path, shape=data.shape, fields={"a": "float32"}, bits_per_block=10, sub_block_bits=2) as ds:
         ds.write(data)
     hzio.index(path, sub_block_bits=3)   # sidecars now have 8 parts per block, the .idx says 4
     with hzio.open(path, mode="r+") as ds:

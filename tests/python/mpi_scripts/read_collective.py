@@ -11,12 +11,17 @@ the one-process writer (``path`` and ``npy``, field name to the ``.npy`` file of
 2-D dataset collectively over a sub-communicator (:func:`collective_case`). Then, for both datasets,
 every rank opens the dataset over ``COMM_WORLD`` and reads its own random box at a random level with
 ``method`` auto, independent and two-phase (one rank asks for nothing, ``box=()``), slices ``ds[...]``
-and ``ds.level(h)[...]`` collectively, and checks values and ``last_report`` against NumPy oracles
+and ``ds.level(h)[...]`` collectively, and checks values and ``last_read_report`` against NumPy oracles
 (:mod:`hz_expect`). Rank 0 prints one JSON line: ``{"checks": {name: count}, "failures": {name: [...]}}``
 summed over ranks.
 
 ``mode="empty_slice"``: rank 0 slices ``ds[0:0]`` (an empty selection) while the others slice a
 non-empty one, then every rank reads one box; rank 0 prints the same JSON line.
+
+``mode="bad_arguments"``: for each kind of bad argument (unknown field, box outside the domain, level
+past the finest, unknown method, bad index, wrong ``out``), the last rank passes it while the others read
+a valid box: every rank must raise (none may wait for the others), and a valid collective read must
+work after each; rank 0 prints the same JSON line.
 
 Any exception aborts every rank (``comm.Abort``) so that no rank waits forever.
 """
@@ -165,7 +170,7 @@ def check_reads(comm, known, d, seed, checks):
             need = [needed_blocks(known.bitmask, known.bpb, b, lv) for _, b, lv in reqs]
             with hzio.open(known.path, comm=comm) as ds:
                 got = ds.read(box=box, level=level, field=field, method=method)
-                rep = dict(ds.last_report)
+                rep = dict(ds.last_read_report)
             tag = f"{known.name} {method} iteration {i} rank {rank}: field {field} box {box} level {level}"
             checks.equal("values", got, expected_read(known, field, box, level), tag)
             if not box:
@@ -237,7 +242,7 @@ def check_auto_without_overlap(comm, known, checks):
     box = ((0,) * len(known.shape), (1,) * len(known.shape)) if comm.rank == 0 else ()
     with hzio.open(known.path, comm=comm) as ds:
         got = ds.read(box=box, level=0, method="auto")
-        rep = dict(ds.last_report)
+        rep = dict(ds.last_read_report)
     checks.equal("values", got, expected_read(known, known.fields[0], box, 0), f"single block rank {comm.rank}")
     checks.check("auto without overlap is independent", rep["method"] == "independent",
                  f"{comm.size} ranks, rank 0 asks 1 block, the others nothing: auto ran {rep['method']!r} "
@@ -263,7 +268,7 @@ def check_large_two_phase(comm, out, seed, checks):
     box = ((comm.rank % 2, 0, 0), shape)  # overlapping requests, each at least 8 MiB
     with hzio.open(path, comm=comm) as ds:
         got = ds.read(box=box, method="two-phase")
-        rep = dict(ds.last_report)
+        rep = dict(ds.last_read_report)
     want = src[comm.rank % 2:]
     checks.check("large two-phase reads assembled in windows",
                  rep["method"] == "two-phase" and rep["assembly"] == "windows" and rep["blocks_missing"] > 0
@@ -285,6 +290,33 @@ def empty_slice(comm, known, checks):
         checks.equal("read after an empty selection", got, arr, f"rank {comm.rank}")
 
 
+def bad_arguments(comm, known, checks):
+    import hzio  # noqa: PLC0415
+
+    arr = known.arrays[known.fields[0]]
+    full = ((0,) * len(known.shape), tuple(known.shape))
+    outside = ((0,) * len(known.shape), tuple(n + 5 for n in known.shape))
+    bad = comm.rank == comm.size - 1
+    cases = {
+        "unknown field": lambda ds: ds.read(box=full, field="no such field" if bad else None),
+        "box outside the domain": lambda ds: ds.read(box=outside if bad else full),
+        "level past the finest": lambda ds: ds.read(box=full, level=ds.max_level + 3 if bad else None),
+        "unknown method": lambda ds: ds.read(box=full, method="sideways" if bad else "auto"),
+        "bad index": lambda ds: ds[(slice(0, 2),) * (len(known.shape) + 2)] if bad else ds[0:2],
+        "wrong out": lambda ds: ds.read(box=full, out=np.empty(3, dtype=arr.dtype) if bad else None),
+    }
+    with hzio.open(known.path, comm=comm) as ds:
+        for name, read in cases.items():
+            try:
+                read(ds)
+                raised = None
+            except (hzio.Error, ValueError, IndexError, TypeError) as e:
+                raised = e
+            checks.check(f"every rank raises: {name}", raised is not None, f"rank {comm.rank}: no error")
+            got = ds.read(box=full, method="independent")
+            checks.equal(f"read after: {name}", got, arr, f"rank {comm.rank}")
+
+
 def main(argv):
     from mpi4py import MPI  # noqa: PLC0415
 
@@ -299,6 +331,8 @@ def main(argv):
         checks = Checks()
         if mode == "empty_slice":
             empty_slice(comm, serial, checks)
+        elif mode == "bad_arguments":
+            bad_arguments(comm, serial, checks)
         else:
             path = os.path.join(out, "by_n1.idx")
             arrays, n1 = write_by_n1(comm, path, seed)

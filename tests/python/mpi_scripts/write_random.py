@@ -33,7 +33,7 @@ import hz_expect as he  # noqa: E402
 _DEFAULTS = dict(times=None, written_times=None, codec="raw", layout="hzorder", bitmask=None, bits_per_block=None,
                  blocks_per_file=None, placement="localized", aggregator_count=0, aggregator_bytes=256 << 20,
                  holes=0.0, idle_ranks=0, flushes=1, durable=False, borrow=0.0, rewrite=0.0,
-                 stats_sub_block_bits=None, slabs=False)
+                 sub_block_bits=None, slabs=False)
 
 
 def normalize_case(case: dict) -> dict:
@@ -43,7 +43,7 @@ def normalize_case(case: dict) -> dict:
     ...}], ...]``; ``times`` (None: one timestep 0 without a time folder); ``written_times`` (the
     timesteps that get data, default all); ``codec``, ``layout``, ``bitmask``, ``bits_per_block``,
     ``blocks_per_file``, ``placement``, ``aggregator_count``, ``aggregator_bytes``, ``durable``,
-    ``stats_sub_block_bits`` as in ``hzio.create``; ``holes`` (probability that a box is left
+    ``sub_block_bits`` as in ``hzio.create``; ``holes`` (probability that a box is left
     unwritten); ``idle_ranks`` (that many ranks get no box at all, when there are more ranks than that);
     ``flushes`` (collective flushes the writes are spread over); ``borrow`` (probability that a
     collective write passes ``copy=False``; the other writes clobber their array after ``write``
@@ -153,7 +153,7 @@ def create_kwargs(case: dict) -> dict:
     return dict(shape=case["shape"], fields=fields_spec(case), codec=case["codec"], layout=case["layout"],
                 bitmask=case["bitmask"], bits_per_block=case["bits_per_block"],
                 blocks_per_file=case["blocks_per_file"], times=case["times"], durable=case["durable"],
-                overwrite=True, stats_sub_block_bits=case["stats_sub_block_bits"])
+                overwrite=True, sub_block_bits=case["sub_block_bits"])
 
 
 def _box_data(arrays, f, t, lo, hi):
