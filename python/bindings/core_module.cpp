@@ -221,14 +221,14 @@ NB_MODULE(_core, m) {
 
   m.attr("BLOCK_FLAG_CODEC_MASK") = kBlockFlagCodecMask;
   m.attr("BLOCK_FLAG_ROW_MAJOR") = kBlockFlagRowMajor;
-  // Test hooks (hzio/testing.hpp): simulated disk failures on the files whose path matches a regex.
+  // Test hooks (hzio/testing.hpp): simulated disk failures of one dataset's files whose path matches a regex.
   m.def(
       "inject_fault",
-      [](const std::string& op, const std::string& path_pattern, int error, int64_t after_bytes) {
-        check(testing::inject_fault(op, path_pattern, error, after_bytes));
+      [](Dataset& dataset, const std::string& op, const std::string& path_pattern, int error, int64_t after_bytes) {
+        check(testing::inject_fault(dataset, op, path_pattern, error, after_bytes));
       },
-      nb::arg("op"), nb::arg("path_pattern"), nb::arg("error"), nb::arg("after_bytes") = 0);
-  m.def("clear_fault", &testing::clear_fault);
+      nb::arg("dataset"), nb::arg("op"), nb::arg("path_pattern"), nb::arg("error"), nb::arg("after_bytes") = 0);
+  m.def("clear_fault", &testing::clear_fault, nb::arg("dataset"));
 
 #ifdef HZIO_WITH_MPI
   bind_parallel(m);

@@ -108,7 +108,7 @@ Result<int64_t> Dataset::index_file(int64_t time, int64_t first_block, int sub_b
   const auto bytes = stats::serialize_stats_file(t, identity->first, identity->second);
   HZIO_RETURN_IF_ERROR(io::replace_file_atomically(
       path + stats::kStatsSuffix, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
-      d.options_.durable));
+      d.options_.durable, d.files_->fault_seam()));
   d.files_->forget_stored();
   return indexed;
 }

@@ -25,7 +25,7 @@ Status commit_writes(DataFiles& files, const std::string& idx_path, format::IdxF
     if (s.is_ok() && grows) {
       Status w;
       if (steps.writes_idx) {
-        auto tmp = io::write_temp_file(idx_path, next.to_text(), steps.durable);
+        auto tmp = io::write_temp_file(idx_path, next.to_text(), steps.durable, files.fault_seam());
         if (tmp.is_ok())
           idx_tmp = tmp.value();
         else
@@ -44,7 +44,8 @@ Status commit_writes(DataFiles& files, const std::string& idx_path, format::IdxF
   }
   bool renamed = false;
   if (s.is_ok() && grows) {
-    Status w = steps.writes_idx ? io::rename_file(idx_tmp, idx_path, steps.durable, &renamed) : Status::ok();
+    Status w = steps.writes_idx ? io::rename_file(idx_tmp, idx_path, steps.durable, &renamed, files.fault_seam().get())
+                                : Status::ok();
     renamed = steps.any(renamed);
     s = steps.agree(w);
   }

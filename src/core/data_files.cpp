@@ -187,7 +187,7 @@ Result<DataFiles::Pending*> DataFiles::pending(const Key& key) {
                         format::data_file_path(*idx_, idx_dir_, static_cast<int64_t>(key.second), key.first));
   HZIO_RETURN_IF_ERROR(io::make_dirs(io::parent_dir(p->final_path), &created_dirs_));
   p->log_path = p->final_path + ".log." + std::to_string(::getpid());
-  HZIO_ASSIGN_OR_RETURN(io::File f, io::File::open(p->log_path, io::File::Mode::kCreate));
+  HZIO_ASSIGN_OR_RETURN(io::File f, io::File::open(p->log_path, io::File::Mode::kCreate, fault_seam_));
   p->log = std::make_shared<io::File>(std::move(f));
   const size_t n = idx_->fields.size() * static_cast<size_t>(idx_->blocks_per_file);
   p->entries.assign(n, {});
@@ -340,7 +340,7 @@ void DataFiles::finish_reserved(int field, int64_t time, uint64_t block, const s
 Status DataFiles::rebuild(const Key& key, Pending& p, Stored* old) {
   // Canonical layout: header, then every present payload by (field, slot), packed.
   const std::string tmp = p.final_path + ".tmp." + std::to_string(::getpid());
-  HZIO_ASSIGN_OR_RETURN(io::File out, io::File::open(tmp, io::File::Mode::kCreate));
+  HZIO_ASSIGN_OR_RETURN(io::File out, io::File::open(tmp, io::File::Mode::kCreate, fault_seam_));
   std::vector<format::BlockEntry> entries(p.entries.size());
   uint64_t end = format::header_table_bytes(static_cast<int>(idx_->fields.size()), idx_->blocks_per_file);
   std::vector<std::byte> buf;
@@ -393,7 +393,7 @@ Status DataFiles::write_stats(Pending& p, Stored* old, const std::vector<format:
   }
   const auto bytes = stats::serialize_stats_file(t, file_size, stats::crc32_of(header));
   p.stats_ready_path = p.final_path + stats::kStatsSuffix + ".tmp." + std::to_string(::getpid());
-  HZIO_ASSIGN_OR_RETURN(io::File f, io::File::open(p.stats_ready_path, io::File::Mode::kCreate));
+  HZIO_ASSIGN_OR_RETURN(io::File f, io::File::open(p.stats_ready_path, io::File::Mode::kCreate, fault_seam_));
   HZIO_RETURN_IF_ERROR(f.write_at(0, bytes));
   if (durable_) HZIO_RETURN_IF_ERROR(f.sync());
   return f.close();
@@ -429,11 +429,6 @@ Status DataFiles::finish(const Key& key, Pending& p) {
   return s;
 }
 
-Status DataFiles::commit() {
-  HZIO_RETURN_IF_ERROR(prepare());
-  return publish();
-}
-
 Status DataFiles::prepare() {
   std::lock_guard lock(mutex_);
   return prepare_locked();
@@ -457,9 +452,11 @@ Status DataFiles::publish() {
   Status first_error;
   for (auto& [key, p] : pending_) {
     Status s = first_error.is_ok() && !p->stats_ready_path.empty()
-                   ? io::rename_file(p->stats_ready_path, p->final_path + stats::kStatsSuffix, false)
+                   ? io::rename_file(p->stats_ready_path, p->final_path + stats::kStatsSuffix, false, nullptr,
+                                     fault_seam_.get())
                    : Status::ok();
-    if (s.is_ok() && first_error.is_ok()) s = io::rename_file(p->ready_path, p->final_path, durable_);
+    if (s.is_ok() && first_error.is_ok())
+      s = io::rename_file(p->ready_path, p->final_path, durable_, nullptr, fault_seam_.get());
     if (!s.is_ok()) first_error = s;
     if (!first_error.is_ok()) {
       (void)io::remove_path(p->ready_path);

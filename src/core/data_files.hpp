@@ -34,6 +34,10 @@ class DataFiles {
   DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable, int sub_block_bits = 0);
   ~DataFiles();
 
+  // Local, thread-safe. The seam through which tests fail this dataset's file operations (faults.hpp):
+  // every file it creates and every rename and folder sync of its commits ask it.
+  const std::shared_ptr<io::FaultSeam>& fault_seam() const { return fault_seam_; }
+
   // Local, thread-safe. The stored block (uncommitted writes first), or nullopt if it is missing
   // (entry zero or file absent). Counts opened files and header bytes in `report`.
   // Errors: kCorrupt (bad header table, naming the file), kIo.
@@ -73,11 +77,10 @@ class DataFiles {
   Result<std::optional<stats::BlockStats>> block_stats(int field, int64_t time, uint64_t block, ReadReport* report);
   int sub_block_bits() const { return sub_block_bits_; }
 
-  // Local. Makes every written file final: each is rebuilt in canonical order (header, then payloads
-  // by field and slot) when needed, synced if durable, and renamed over the old file.
-  Status commit();
-  // Local. The two halves of commit(): prepare() leaves every file complete and durable under a
-  // temporary name; publish() renames them all into place. The parallel writer runs a barrier between.
+  // Local. The two halves of making every written file final (core::commit_writes runs them):
+  // prepare() leaves every file complete and durable under a temporary name, each rebuilt in canonical
+  // order (header, then payloads by field and slot) when needed; publish() renames them all into place.
+  // The parallel writer's ranks agree between the two.
   Status prepare();
   Status publish();
   // Local. Drops uncommitted logs.
@@ -123,6 +126,7 @@ class DataFiles {
   std::string idx_dir_;
   bool durable_;
   int sub_block_bits_ = 0;
+  std::shared_ptr<io::FaultSeam> fault_seam_ = std::make_shared<io::FaultSeam>();
   std::mutex mutex_;
   std::map<Key, std::unique_ptr<Stored>> stored_;
   std::map<Key, std::unique_ptr<Pending>> pending_;

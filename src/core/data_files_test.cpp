@@ -12,10 +12,16 @@
 #include <iterator>
 
 #include "format/file_name.hpp"
-#include "io/fault_injection.hpp"
+#include "io/faults.hpp"
 
 namespace hzio::core {
 namespace {
+
+// Makes every written file final, as a commit does.
+Status commit(DataFiles& files) {
+  HZIO_RETURN_IF_ERROR(files.prepare());
+  return files.publish();
+}
 
 namespace fs = std::filesystem;
 
@@ -80,7 +86,7 @@ TEST(DataFiles, ACommitLeavesACanonicalFileWhateverTheOrderOfTheWrites) {
       expected[static_cast<size_t>(b)] = payload(5 + b, b + static_cast<int>(in_order) * 10);
       ASSERT_TRUE(files.append(0, 0, static_cast<uint64_t>(b), expected[static_cast<size_t>(b)], 3).is_ok());
     }
-    ASSERT_TRUE(files.commit().is_ok());
+    ASSERT_TRUE(commit(files).is_ok());
     EXPECT_EQ(canonical_payloads(dir + "/d/0000.bin", 4), expected);
     for (const auto& e : fs::directory_iterator(dir + "/d")) {
       EXPECT_EQ(e.path().filename().string().find(".log."), std::string::npos) << e.path();
@@ -99,12 +105,12 @@ TEST(DataFiles, ARewriteKeepsTheBlocksItDoesNotWrite) {
       expected[static_cast<size_t>(b)] = payload(8, b);
       ASSERT_TRUE(files.append(0, 0, static_cast<uint64_t>(b), expected[static_cast<size_t>(b)], 3).is_ok());
     }
-    ASSERT_TRUE(files.commit().is_ok());
+    ASSERT_TRUE(commit(files).is_ok());
   }
   DataFiles files(&idx, dir, false);
   expected[1] = payload(20, 99);
   ASSERT_TRUE(files.append(0, 0, 1, expected[1], 3).is_ok());
-  ASSERT_TRUE(files.commit().is_ok());
+  ASSERT_TRUE(commit(files).is_ok());
   EXPECT_EQ(canonical_payloads(dir + "/d/0000.bin", 4), expected);
 }
 
@@ -114,7 +120,7 @@ TEST(DataFiles, AFailedCommitChangesNothingAndLeavesNoTemporaryFile) {
   {
     DataFiles files(&idx, dir, false);
     ASSERT_TRUE(files.append(0, 0, 0, payload(8, 1), 3).is_ok());
-    ASSERT_TRUE(files.commit().is_ok());
+    ASSERT_TRUE(commit(files).is_ok());
   }
   const std::vector<std::byte> before = file_bytes(dir + "/d/0000.bin");
   for (const char* step : {"write", "rename"}) {
@@ -123,9 +129,8 @@ TEST(DataFiles, AFailedCommitChangesNothingAndLeavesNoTemporaryFile) {
     io::Fault f;
     f.op = std::string(step) == "write" ? io::FaultOp::kWrite : io::FaultOp::kRename;
     f.path_pattern = std::string(step) == "write" ? "\\.tmp\\." : "0000\\.bin$";
-    ASSERT_TRUE(io::set_fault(f).is_ok());
-    const Status s = files.commit();
-    io::clear_fault();
+    files.fault_seam()->set(io::InjectedFaults::make(f).value());
+    const Status s = commit(files);
     EXPECT_EQ(s.code(), ErrorCode::kIo) << step;
     EXPECT_EQ(file_bytes(dir + "/d/0000.bin"), before) << step;
     for (const auto& e : fs::directory_iterator(dir + "/d")) {

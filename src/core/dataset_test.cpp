@@ -1,7 +1,7 @@
 // Tests for the one-process Dataset against a plain in-memory oracle.
 #include "hzio/dataset.hpp"
 
-#include "io/fault_injection.hpp"
+#include "hzio/testing.hpp"
 #include "io/posix_file.hpp"
 
 #include <gtest/gtest.h>
@@ -198,16 +198,16 @@ TEST(Dataset, AFailedDirectWriteLeavesTheCommittedDataIntact) {
   ASSERT_TRUE(ds->write_box({{0, 0, 0}, dims}, "a", 0, first.data(), n * 4).is_ok());
   ASSERT_TRUE(ds->flush().is_ok());
   // The write may return before its bytes reach the disk; the failure shows at the latest in the commit.
-  ASSERT_TRUE(io::set_fault(io::Fault::disk_full_after(int64_t{1} << 20)).is_ok());
+  ASSERT_TRUE(testing::inject_fault(*ds, "write", "", 28, int64_t{1} << 20).is_ok());  // ENOSPC
   Status s = ds->write_box({{0, 0, 0}, dims}, "a", 0, second.data(), n * 4);
   std::vector<float> out(n);
   if (s.is_ok()) {  // a read meets the failure first: the commit must still refuse the damaged log
     const Status r = ds->read_box({{0, 0, 0}, dims}, -1, "a", 0, out.data(), n * 4);
-    io::clear_fault();
+    testing::clear_fault(*ds);
     if (r.is_ok()) EXPECT_EQ(out, second);
     s = ds->flush();
   }
-  io::clear_fault();
+  testing::clear_fault(*ds);
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("disk full"), std::string::npos) << s.to_string();
   ASSERT_TRUE(ds->read_box({{0, 0, 0}, dims}, -1, "a", 0, out.data(), n * 4).is_ok());

@@ -15,7 +15,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "io/fault_injection.hpp"
+#include "io/faults.hpp"
 
 namespace hzio::io {
 namespace {
@@ -26,8 +26,10 @@ Status os_error(const std::string& what, const std::string& path, int err) {
   return io_error(what + " " + path + ": " + reason);
 }
 
-Status sync_dir(const std::string& dir) {
-  if (const int fault = fault_error(FaultOp::kSync, dir)) return os_error("fsync directory", dir, fault);
+int fault_error(FaultSeam* seam, FaultOp op, const std::string& path) { return seam ? seam->error(op, path) : 0; }
+
+Status sync_dir(const std::string& dir, FaultSeam* seam) {
+  if (const int fault = fault_error(seam, FaultOp::kSync, dir)) return os_error("fsync directory", dir, fault);
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
   if (fd < 0) return os_error("open directory", dir, errno);
   int rc = ::fsync(fd);
@@ -36,14 +38,15 @@ Status sync_dir(const std::string& dir) {
   return rc == 0 ? Status::ok() : os_error("fsync directory", dir, err);
 }
 
-// pwrite until all of `data` is written, honouring the test hook's faults. `failed_errno` (if given)
+// pwrite until all of `data` is written, honouring the seam's faults. `failed_errno` (if given)
 // receives the errno of a failed pwrite.
-Status pwrite_all(int fd, const std::string& path, uint64_t offset, std::span<const std::byte> data,
+Status pwrite_all(int fd, const std::string& path, uint64_t offset, std::span<const std::byte> data, FaultSeam* seam,
                   int* failed_errno = nullptr) {
   size_t done = 0;
   while (done < data.size()) {
     int fault = 0;
-    const size_t chunk = static_cast<size_t>(fault_write_allowance(path, data.size() - done, &fault));
+    const size_t wanted = data.size() - done;
+    const size_t chunk = seam ? static_cast<size_t>(seam->write_allowance(path, wanted, &fault)) : wanted;
     if (chunk == 0) return os_error("write", path, fault);
     ssize_t n = ::pwrite(fd, data.data() + done, chunk, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
@@ -62,7 +65,11 @@ File::~File() { (void)close(); }
 
 // Moves happen only before a file is shared (mapping is done later through shared pointers).
 File::File(File&& o) noexcept
-    : fd_(o.fd_), direct_fd_(o.direct_fd_), direct_refused_(o.direct_refused_.load()), path_(std::move(o.path_)) {
+    : fd_(o.fd_),
+      direct_fd_(o.direct_fd_),
+      direct_refused_(o.direct_refused_.load()),
+      path_(std::move(o.path_)),
+      seam_(std::move(o.seam_)) {
   o.fd_ = -1;
   o.direct_fd_ = -1;
 }
@@ -74,6 +81,7 @@ File& File::operator=(File&& o) noexcept {
     direct_fd_ = o.direct_fd_;
     direct_refused_ = o.direct_refused_.load();
     path_ = std::move(o.path_);
+    seam_ = std::move(o.seam_);
     o.fd_ = -1;
     o.direct_fd_ = -1;
   }
@@ -92,17 +100,18 @@ const std::byte* File::map_readonly() const {
   return static_cast<const std::byte*>(map_);
 }
 
-Result<File> File::open(const std::string& path, Mode mode) {
+Result<File> File::open(const std::string& path, Mode mode, std::shared_ptr<FaultSeam> seam) {
   int flags = O_CLOEXEC;
   if (mode == Mode::kRead) flags |= O_RDONLY;
   if (mode == Mode::kReadWrite) flags |= O_RDWR;
   if (mode == Mode::kCreate) flags |= O_RDWR | O_CREAT | O_TRUNC;
-  const int fault = mode == Mode::kCreate ? fault_error(FaultOp::kCreate, path) : 0;
+  const int fault = mode == Mode::kCreate ? fault_error(seam.get(), FaultOp::kCreate, path) : 0;
   int fd = fault ? -1 : ::open(path.c_str(), flags, 0644);
   if (fd < 0) return os_error(mode == Mode::kCreate ? "create" : "open", path, fault ? fault : errno);
   File f;
   f.fd_ = fd;
   f.path_ = path;
+  f.seam_ = std::move(seam);
   return f;
 }
 
@@ -127,7 +136,9 @@ Status File::read_at(uint64_t offset, std::span<std::byte> out) const {
   return Status::ok();
 }
 
-Status File::write_at(uint64_t offset, std::span<const std::byte> data) { return pwrite_all(fd_, path_, offset, data); }
+Status File::write_at(uint64_t offset, std::span<const std::byte> data) {
+  return pwrite_all(fd_, path_, offset, data, seam_.get());
+}
 
 bool File::enable_direct() {
   if (direct_fd_ >= 0) return true;
@@ -139,10 +150,10 @@ bool File::enable_direct() {
 Status File::write_direct_at(uint64_t offset, std::span<const std::byte> data) {
   const bool aligned = offset % kDirectAlign == 0 && data.size() % kDirectAlign == 0 &&
                        reinterpret_cast<uintptr_t>(data.data()) % kDirectAlign == 0;
-  // Under the test hook's faults, writes may stop at any byte: only the page cache path allows that.
-  if (direct_fd_ < 0 || !aligned || direct_refused_.load() || fault_armed()) return write_at(offset, data);
+  // Under armed faults, writes may stop at any byte: only the page cache path allows that.
+  if (direct_fd_ < 0 || !aligned || direct_refused_.load() || (seam_ && seam_->armed())) return write_at(offset, data);
   int err = 0;
-  Status s = pwrite_all(direct_fd_, path_, offset, data, &err);
+  Status s = pwrite_all(direct_fd_, path_, offset, data, nullptr, &err);
   if (s.is_ok() || err != EINVAL) return s;
   // The file system takes O_DIRECT opens but not these requests: write through the page cache from now on.
   direct_refused_ = true;
@@ -155,7 +166,7 @@ Status File::truncate(uint64_t size) {
 }
 
 Status File::sync() {
-  if (const int fault = fault_error(FaultOp::kSync, path_)) return os_error("fsync", path_, fault);
+  if (const int fault = fault_error(seam_.get(), FaultOp::kSync, path_)) return os_error("fsync", path_, fault);
   if (::fsync(fd_) != 0) return os_error("fsync", path_, errno);
   return Status::ok();
 }
@@ -289,9 +300,10 @@ Result<std::string> read_text_file(const std::string& path, size_t max_bytes) {
   return text;
 }
 
-Result<std::string> write_temp_file(const std::string& path, std::string_view text, bool durable) {
+Result<std::string> write_temp_file(const std::string& path, std::string_view text, bool durable,
+                                    std::shared_ptr<FaultSeam> seam) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  HZIO_ASSIGN_OR_RETURN(File f, File::open(tmp, File::Mode::kCreate));
+  HZIO_ASSIGN_OR_RETURN(File f, File::open(tmp, File::Mode::kCreate, std::move(seam)));
   Status s = f.write_at(0, std::as_bytes(std::span(text.data(), text.size())));
   if (s.is_ok() && durable) s = f.sync();
   if (s.is_ok()) s = f.close();
@@ -302,20 +314,22 @@ Result<std::string> write_temp_file(const std::string& path, std::string_view te
   return tmp;
 }
 
-Status replace_file_atomically(const std::string& path, std::string_view text, bool durable) {
-  HZIO_ASSIGN_OR_RETURN(std::string tmp, write_temp_file(path, text, durable));
+Status replace_file_atomically(const std::string& path, std::string_view text, bool durable,
+                               std::shared_ptr<FaultSeam> seam) {
+  HZIO_ASSIGN_OR_RETURN(std::string tmp, write_temp_file(path, text, durable, seam));
   bool renamed = false;
-  Status s = rename_file(tmp, path, durable, &renamed);
+  Status s = rename_file(tmp, path, durable, &renamed, seam.get());
   if (!renamed) (void)remove_path(tmp);
   return s;
 }
 
-Status rename_file(const std::string& from, const std::string& to, bool durable, bool* renamed) {
+Status rename_file(const std::string& from, const std::string& to, bool durable, bool* renamed, FaultSeam* seam) {
   if (renamed) *renamed = false;
-  if (const int fault = fault_error(FaultOp::kRename, to)) return os_error("rename to " + to + " from", from, fault);
+  if (const int fault = fault_error(seam, FaultOp::kRename, to))
+    return os_error("rename to " + to + " from", from, fault);
   if (::rename(from.c_str(), to.c_str()) != 0) return os_error("rename to " + to + " from", from, errno);
   if (renamed) *renamed = true;
-  return durable ? sync_dir(parent_dir(to)) : Status::ok();
+  return durable ? sync_dir(parent_dir(to), seam) : Status::ok();
 }
 
 Status make_dirs(const std::string& dir, std::vector<std::string>* created) {

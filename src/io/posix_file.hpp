@@ -1,16 +1,19 @@
 // POSIX file access for the data and .idx files: positional reads and writes, sync, atomic rename,
-// folders. Tests make its operations fail through fault_injection.hpp. Layer: io (depends on util).
+// folders. Tests make its operations fail through a dataset's FaultSeam (faults.hpp). Layer: io (depends
+// on util).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "hzio/status.hpp"
+#include "io/faults.hpp"
 
 namespace hzio::io {
 
@@ -30,8 +33,9 @@ class File {
   File(const File&) = delete;
   File& operator=(const File&) = delete;
 
-  // Local. Errors: kNotFound if the file is absent (read modes), kIo otherwise.
-  static Result<File> open(const std::string& path, Mode mode);
+  // Local. Errors: kNotFound if the file is absent (read modes), kIo otherwise. `seam` (of the dataset
+  // the file belongs to; none by default) may fail its create, writes and fsync.
+  static Result<File> open(const std::string& path, Mode mode, std::shared_ptr<FaultSeam> seam = nullptr);
 
   bool is_open() const { return fd_ >= 0; }
   const std::string& path() const { return path_; }
@@ -83,6 +87,7 @@ class File {
   int direct_fd_ = -1;                       // O_DIRECT descriptor for write_direct_at, or -1
   std::atomic<bool> direct_refused_{false};  // a direct write failed with EINVAL: use the page cache
   std::string path_;
+  std::shared_ptr<FaultSeam> seam_;
   mutable std::once_flag map_once_;
   mutable void* map_ = nullptr;
   mutable size_t map_bytes_ = 0;
@@ -92,13 +97,17 @@ class File {
 Result<std::string> read_text_file(const std::string& path, size_t max_bytes = 64 << 20);
 // Local. Writes `text` to path via a temporary file, fsync and rename, then syncs the directory,
 // so readers see the old or the new content, never a mix. Errors: kIo.
-Status replace_file_atomically(const std::string& path, std::string_view text, bool durable);
+Status replace_file_atomically(const std::string& path, std::string_view text, bool durable,
+                               std::shared_ptr<FaultSeam> seam = nullptr);
 // Local. The first half of replace_file_atomically: writes `text` (and fsyncs it if durable) to
 // "<path>.tmp.<pid>" and returns that path; nothing is left behind on error. Errors: kIo.
-Result<std::string> write_temp_file(const std::string& path, std::string_view text, bool durable);
+Result<std::string> write_temp_file(const std::string& path, std::string_view text, bool durable,
+                                    std::shared_ptr<FaultSeam> seam = nullptr);
 // Local. rename(2), then (if durable) fsync of the destination directory. *renamed (when given) says
-// whether the rename happened, which it has when only the fsync failed. Errors: kIo.
-Status rename_file(const std::string& from, const std::string& to, bool durable, bool* renamed = nullptr);
+// whether the rename happened, which it has when only the fsync failed. `seam` may fail the rename or
+// the fsync. Errors: kIo.
+Status rename_file(const std::string& from, const std::string& to, bool durable, bool* renamed = nullptr,
+                   FaultSeam* seam = nullptr);
 bool file_exists(const std::string& path);
 // Local. Removes a file or an empty directory if present. Errors: kIo.
 Status remove_path(const std::string& path);

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "io/fault_injection.hpp"
+#include "io/faults.hpp"
 
 namespace hzio::io {
 namespace {
@@ -84,19 +84,56 @@ TEST(PosixFile, OpeningAMissingFileIsNotFound) {
   EXPECT_EQ(File::open(temp_dir() + "/absent.bin", File::Mode::kRead).status().code(), ErrorCode::kNotFound);
 }
 
+// A seam armed with injected faults, as a dataset's is in tests.
+std::shared_ptr<FaultSeam> armed_seam(const Fault& fault) {
+  auto seam = std::make_shared<FaultSeam>();
+  seam->set(InjectedFaults::make(fault).value());
+  return seam;
+}
+
 TEST(PosixFile, AFullDiskFailsTheWriteWithAClearMessage) {
-  File f = File::open(temp_dir() + "/full.bin", File::Mode::kCreate).value();
+  auto seam = std::make_shared<FaultSeam>();
+  File f = File::open(temp_dir() + "/full.bin", File::Mode::kCreate, seam).value();
+  File other = File::open(temp_dir() + "/other.bin", File::Mode::kCreate).value();  // no seam: never fails
   std::vector<std::byte> data(100);
-  ASSERT_TRUE(set_fault(Fault::disk_full_after(50)).is_ok());
+  ASSERT_TRUE(f.write_at(0, data).is_ok());  // nothing armed yet
+  seam->set(InjectedFaults::make(Fault::disk_full_after(50)).value());
   Status s = f.write_at(0, data);
-  clear_fault();
+  EXPECT_TRUE(other.write_at(0, data).is_ok());
+  seam->set(nullptr);
   EXPECT_EQ(s.code(), ErrorCode::kIo);
   EXPECT_NE(s.message().find("disk full"), std::string::npos);
+  EXPECT_TRUE(f.write_at(0, data).is_ok());  // disarmed
+}
+
+TEST(PosixFile, AnInjectedFaultHitsOnlyItsOperationAndMatchingPaths) {
+  Fault rename_fault;
+  rename_fault.op = FaultOp::kRename;
+  rename_fault.path_pattern = "b\\.bin$";
+  rename_fault.error = 5;  // EIO
+  auto seam = armed_seam(rename_fault);
+  const std::string dir = temp_dir();
+  ASSERT_TRUE(File::open(dir + "/a.tmp", File::Mode::kCreate, seam).is_ok());  // create is not hit
+  ASSERT_TRUE(File::open(dir + "/b.tmp", File::Mode::kCreate, seam).is_ok());
+  EXPECT_TRUE(rename_file(dir + "/a.tmp", dir + "/a.bin", false, nullptr, seam.get()).is_ok());
+  bool renamed = true;
+  const Status s = rename_file(dir + "/b.tmp", dir + "/b.bin", false, &renamed, seam.get());
+  EXPECT_EQ(s.code(), ErrorCode::kIo);
+  EXPECT_FALSE(renamed);
+  EXPECT_TRUE(file_exists(dir + "/b.tmp"));
+  EXPECT_TRUE(rename_file(dir + "/b.tmp", dir + "/b.bin", false).is_ok());  // without the seam it works
+  Fault bad;
+  bad.path_pattern = "(";
+  EXPECT_EQ(InjectedFaults::make(bad).status().code(), ErrorCode::kInvalidArgument);
+  bad.path_pattern = "";
+  bad.error = 0;
+  EXPECT_EQ(InjectedFaults::make(bad).status().code(), ErrorCode::kInvalidArgument);
 }
 
 TEST(PosixFile, DirectWritesLandWhetherAlignedOrNotAndReportAFullDisk) {
   const std::string p = temp_dir() + "/direct.bin";
-  File f = File::open(p, File::Mode::kCreate).value();
+  auto seam = std::make_shared<FaultSeam>();
+  File f = File::open(p, File::Mode::kCreate, seam).value();
   const bool direct = f.enable_direct();
   // An aligned buffer (direct I/O when the file system allows it) and an unaligned one (page cache).
   void* mem = std::aligned_alloc(kDirectAlign, 3 * kDirectAlign);
@@ -111,9 +148,9 @@ TEST(PosixFile, DirectWritesLandWhetherAlignedOrNotAndReportAFullDisk) {
   EXPECT_TRUE(std::equal(aligned.begin() + 1, aligned.begin() + 101, back.begin() + 10));
   ASSERT_TRUE(f.truncate(kDirectAlign + 5).is_ok());
   EXPECT_EQ(f.size().value(), kDirectAlign + 5);
-  ASSERT_TRUE(set_fault(Fault::disk_full_after(static_cast<int64_t>(kDirectAlign))).is_ok());
+  seam->set(InjectedFaults::make(Fault::disk_full_after(static_cast<int64_t>(kDirectAlign))).value());
   Status s = f.write_direct_at(0, aligned);
-  clear_fault();
+  seam->set(nullptr);
   EXPECT_NE(s.message().find("disk full"), std::string::npos) << s.to_string();
   std::free(mem);
 }
@@ -121,9 +158,7 @@ TEST(PosixFile, DirectWritesLandWhetherAlignedOrNotAndReportAFullDisk) {
 TEST(PosixFile, AtomicReplaceLeavesTheOldContentWhenTheWriteFails) {
   const std::string p = temp_dir() + "/meta.idx";
   ASSERT_TRUE(replace_file_atomically(p, "old", false).is_ok());
-  ASSERT_TRUE(set_fault(Fault::disk_full_after(1)).is_ok());
-  EXPECT_FALSE(replace_file_atomically(p, "new content", false).is_ok());
-  clear_fault();
+  EXPECT_FALSE(replace_file_atomically(p, "new content", false, armed_seam(Fault::disk_full_after(1))).is_ok());
   EXPECT_EQ(read_text_file(p).value(), "old");
 }
 

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "hzio/parallel.hpp"
-#include "io/fault_injection.hpp"
+#include "hzio/testing.hpp"
 #include "io/posix_file.hpp"
 
 namespace hzio {
@@ -178,9 +178,9 @@ TEST(ParallelWrite, AFullDiskOnOneRankFailsTheFlushEverywhereAndKeepsTheLastComm
   ASSERT_TRUE(ds->write_box(mine, "a", 0, slab.data(), slab.size() * 4).is_ok());
   ASSERT_TRUE(ds->flush().is_ok());
   ASSERT_TRUE(ds->write_box(mine, "a", 1, slab.data(), slab.size() * 4).is_ok());
-  if (g_rank == g_size - 1) ASSERT_TRUE(io::set_fault(io::Fault::disk_full_after(2000)).is_ok());
+  if (g_rank == g_size - 1) ASSERT_TRUE(testing::inject_fault(ds->dataset(), "write", "", 28, 2000).is_ok());
   auto r = ds->flush();
-  io::clear_fault();
+  testing::clear_fault(ds->dataset());
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("disk full"), std::string::npos) << r.status().to_string();
   EXPECT_NE(r.status().message().find("rank " + std::to_string(g_size - 1)), std::string::npos)

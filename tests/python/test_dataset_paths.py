@@ -7,7 +7,10 @@ status, and snapshots of the folder tree (names and bytes) taken before and afte
 
 from __future__ import annotations
 
+import errno
 import os
+import resource
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -209,24 +212,18 @@ def test_a_create_whose_writes_fail_leaves_nothing_behind(tmp_path, rng):
 def test_a_create_whose_first_commit_fails_leaves_nothing_behind(tmp_path, rng):
     ds = hzio.create(tmp_path / "c.idx", shape=SHAPE, fields={"v": "float32"}, bits_per_block=6)
     ds.write(rng.random(SHAPE, dtype=np.float32))
-    hzio._core.inject_fault("write", r"\.bin", 28)
-    try:
-        with pytest.raises(hzio.IoError, match="disk full"):
-            ds.close()
-    finally:
-        hzio._core.clear_fault()
+    hzio._core.inject_fault(ds._core, "write", r"\.bin", 28)
+    with pytest.raises(hzio.IoError, match="disk full"):
+        ds.close()
     assert tree(tmp_path) == {}
 
 
 def test_a_create_whose_first_commit_fails_after_publishing_some_files_leaves_nothing(tmp_path, rng):
     ds = hzio.create(tmp_path / "r.idx", shape=SHAPE, fields={"v": "float32"}, bits_per_block=6, blocks_per_file=1)
     ds.write(rng.random(SHAPE, dtype=np.float32))
-    hzio._core.inject_fault("rename", r"/0003\.bin$", 5)  # EIO on the fourth file: three are published
-    try:
-        with pytest.raises(hzio.IoError):
-            ds.close()
-    finally:
-        hzio._core.clear_fault()
+    hzio._core.inject_fault(ds._core, "rename", r"/0003\.bin$", 5)  # EIO on the fourth file: three are published
+    with pytest.raises(hzio.IoError):
+        ds.close()
     assert tree(tmp_path) == {}
 
 
@@ -235,12 +232,17 @@ def test_a_failed_convert_leaves_nothing_and_the_next_run_succeeds(tmp_path, rng
     np.save(tmp_path / "vol.npy", array)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     before = tree(tmp_path)
-    # The fault is armed inside the child process through a tiny wrapper around the CLI.
-    code = ("import sys, hzio, hzio.cli; hzio._core.inject_fault('write', r'\\.bin', 28, 1000); "
-            "sys.argv = ['hzio'] + sys.argv[1:]; sys.exit(hzio.cli.main())")
-    proc = subprocess.run([sys.executable, "-c", code, "convert", str(tmp_path / "vol.npy"), str(tmp_path / "out.idx")],
-                          capture_output=True, text=True, timeout=120, env=env)
-    assert proc.returncode == 2 and "disk full" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    # A real limit, not a simulated one: the child may write files of at most 4 KiB (RLIMIT_FSIZE, with
+    # SIGXFSZ ignored so that the write fails with EFBIG), enough for the .idx, not for the data.
+    def limit_file_size():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    convert = [sys.executable, "-m", "hzio", "convert", str(tmp_path / "vol.npy"), str(tmp_path / "out.idx")]
+    proc = subprocess.run(convert, capture_output=True, text=True, timeout=120,
+                          env=dict(env, PYTHONDONTWRITEBYTECODE="1"), preexec_fn=limit_file_size)
+    assert proc.returncode == 2 and os.strerror(errno.EFBIG) in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
     assert tree(tmp_path) == before
     proc = subprocess.run([sys.executable, "-m", "hzio", "convert", str(tmp_path / "vol.npy"),
                            str(tmp_path / "out.idx")],

@@ -4,8 +4,8 @@ left behind that trips the next write, and the committed data reads as before.
 
 One process (durable and not) here; the collective writer runs the same steps in
 ``mpi_scripts/collective_safety.py`` under mpiexec (``test_collective_safety.py``). The failures are
-injected with ``hzio._core.inject_fault``
-(``include/hzio/testing.hpp``) on the files whose path matches a pattern. Oracles: the .idx bytes saved
+injected with ``hzio._core.inject_fault`` (``include/hzio/testing.hpp``) into the dataset under test,
+on its files whose path matches a pattern. Oracles: the .idx bytes saved
 before the write, NumPy arrays written earlier, ``hzio verify``.
 """
 
@@ -41,14 +41,14 @@ SHAPE = (16, 16, 16)
 
 
 @contextlib.contextmanager
-def failing(op, pattern, err, expected=hzio.IoError):
-    """Arms a fault for the block and expects ``expected`` from it; yields the pytest.raises info."""
-    hzio._core.inject_fault(op, pattern, err)
+def failing(ds, op, pattern, err, expected=hzio.IoError):
+    """Arms a fault on ``ds`` for the block and expects ``expected`` from it; yields the pytest.raises info."""
+    hzio._core.inject_fault(ds._core, op, pattern, err)
     try:
         with pytest.raises(expected) as info:
             yield info
     finally:
-        hzio._core.clear_fault()
+        hzio._core.clear_fault(ds._core)
 
 
 def committed(path: Path, array, durable=True):
@@ -76,7 +76,7 @@ def test_a_failed_flush_publishes_nothing_it_did_not_write(tmp_path, rng, durabl
     ds = committed(path, a, durable)
     idx_before = path.read_bytes()
     op, pattern, err = STEPS[step]
-    with failing(op, pattern, err) as failure:  # whole blocks reach their logs at once: writes may fail too
+    with failing(ds, op, pattern, err) as failure:  # whole blocks reach their logs at once: writes may fail too
         ds.write(b, time=0)  # a rewrite of a committed timestep
         ds.write(c, time=1)  # and a new one
         ds.flush()
@@ -107,7 +107,7 @@ def test_a_failed_close_publishes_nothing_and_closes(tmp_path, rng, step):
     ds = committed(path, a)
     idx_before = path.read_bytes()
     ds.write(c, time=1)
-    with failing(*STEPS[step]):
+    with failing(ds, *STEPS[step]):
         ds.close()
     assert path.read_bytes() == idx_before
     assert debris(tmp_path) == []
@@ -123,7 +123,8 @@ def test_a_commit_whose_last_folder_fsync_fails_reports_it_and_counts_as_publish
     path = tmp_path / "s.idx"
     ds = committed(path, a)
     ds.write(c, time=1)
-    with failing("sync", re.escape(str(tmp_path)) + "$", errno.EIO) as failure:  # the .idx's folder, after its rename
+    # The .idx's folder, after its rename.
+    with failing(ds, "sync", re.escape(str(tmp_path)) + "$", errno.EIO) as failure:
         ds.flush()
     assert "fsync directory" in str(failure.value)
     assert ds.times == [0, 1]  # what the .idx on disk says
@@ -138,9 +139,44 @@ def test_a_partial_block_held_in_memory_is_dropped_with_its_failed_commit(tmp_pa
     path = tmp_path / "p.idx"
     ds = committed(path, a)
     ds.write(b[3:5, 2:9, 1:4], offset=(3, 2, 1), time=2)  # partial blocks: held until the commit
-    with failing("write", r"\.bin\.log\.", errno.ENOSPC):
+    with failing(ds, "write", r"\.bin\.log\.", errno.ENOSPC):
         ds.flush()
     assert ds.times == [0]
     ds.close()
     with hzio.open(path) as back:
         assert back.times == [0]
+
+
+def test_a_fault_armed_on_one_dataset_leaves_the_others_alone(tmp_path, rng):
+    """Faults go through each dataset's own seam: another dataset open in the process writes as usual."""
+    a, b, _ = arrays(rng)
+    hit, spared = committed(tmp_path / "hit.idx", a), committed(tmp_path / "spared.idx", a)
+    hit.write(b, time=0)
+    spared.write(b, time=0)
+    with failing(hit, "write", "", errno.ENOSPC):  # every file of `hit`, whatever its path
+        hit.flush()
+    spared.flush()
+    hit.close()
+    spared.close()
+    with hzio.open(tmp_path / "hit.idx") as back:
+        np.testing.assert_array_equal(back.read(time=0), a)
+    with hzio.open(tmp_path / "spared.idx") as back:
+        np.testing.assert_array_equal(back.read(time=0), b)
+
+
+def test_a_failed_write_drops_its_new_timestep_and_the_next_commit_does_not_add_it(tmp_path, rng):
+    """The write's failure discards every uncommitted write, the new timestep with them
+    (docs/design/write-path.md "Errors"); a later commit of other data does not declare it."""
+    a, b, c = arrays(rng)
+    path = tmp_path / "t.idx"
+    ds = committed(path, a)
+    with failing(ds, "write", r"\.bin\.log\.", errno.ENOSPC):
+        ds.write(c, time=1)  # whole blocks go to a new log at once: the write itself fails
+    assert ds.times == [0]
+    ds.write(b, time=0)
+    ds.flush()
+    assert ds.times == [0]
+    ds.close()
+    with hzio.open(path) as back:
+        assert back.times == [0]
+        np.testing.assert_array_equal(back.read(time=0), b)

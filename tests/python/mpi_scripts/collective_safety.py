@@ -95,11 +95,11 @@ def fault_case(path, step, a, b, c):
     ds = hzio.open(path, mode="r+", comm=comm)
     write_slab(ds, b, time=0)
     write_slab(ds, c, time=1)
-    hzio._core.inject_fault(op, pattern, err)
+    hzio._core.inject_fault(ds._core, op, pattern, err)
     try:
         failure = error_of(ds.flush)
     finally:
-        hzio._core.clear_fault()
+        hzio._core.clear_fault(ds._core)
     comm.Barrier()
     t0 = ds.read(box=((0, 0, 0), SHAPE), time=0)
     result = {
