@@ -50,13 +50,15 @@ struct DataFiles::Pending {
 
 namespace {
 // Asking the kernel to write the log out every few MiB keeps the disk busy while blocks are encoded,
-// so the final fsync waits only for the tail.
+// so the final fsync waits only for the tail (bench/write_read_bench.py, durable writes).
 constexpr uint64_t kWritebackBytes = uint64_t{8} << 20;
 // A log's buffered bytes go to the file once this many wait (payloads appended one by one, compressed
-// blocks, are written out by the caller's write_out() only at the end of a batch).
+// blocks, are written out by the caller's write_out() only at the end of a batch). Large enough for
+// long direct writes, small enough to start the disk early (bench/write_read_bench.py, hzio cases).
 constexpr uint64_t kBufferWriteBytes = uint64_t{16} << 20;
 // Write-outs of at least this many bytes run on a writer thread (at most one per log, so a batch of
-// 32 MiB starts at most 32); smaller ones are written at once on the calling thread.
+// 32 MiB starts at most 32); smaller ones are written at once on the calling thread, where a thread
+// would cost more than the write (bench/write_read_bench.py and bench/write_bench.py).
 constexpr uint64_t kAsyncWriteBytes = uint64_t{1} << 20;
 
 uint64_t align_down(uint64_t x) { return x / io::kDirectAlign * io::kDirectAlign; }

@@ -66,7 +66,8 @@ bool blocks_resident(const std::vector<core::Span>& blocks) {
   return true;
 }
 
-// Reads whose spans add up to less than this get plain hints from the calling thread.
+// Reads whose spans add up to less than this get plain hints from the calling thread: a thread of its
+// own pays only for larger reads (bench/read_bench.py, cold reads of boxes and levels).
 constexpr uint64_t kPrefetchThreadBytes = uint64_t{32} << 20;
 
 }  // namespace

@@ -14,7 +14,8 @@
 namespace hzio::core {
 
 // Reads whose output has at least this many bytes, and whose blocks can all be placed from memory, are
-// assembled window by window; smaller ones go block by block, with no per-window work.
+// assembled window by window; smaller ones go block by block, with no per-window work, which is
+// faster while the output still fits in the caches (bench/read_bench.py part (a), warm).
 constexpr uint64_t kWindowedReadBytes = uint64_t{8} << 20;
 
 // A block ready to place: its samples, its runs of the wanted levels, and the bounds of their points.

@@ -175,8 +175,6 @@ void File::start_writeback(uint64_t offset, uint64_t length) {
   ::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(length), SYNC_FILE_RANGE_WRITE);
 }
 
-void File::advise_sequential() { ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL); }
-
 void File::advise_willneed(uint64_t offset, uint64_t length) const {
   ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(length), POSIX_FADV_WILLNEED);
 }
@@ -184,7 +182,8 @@ void File::advise_willneed(uint64_t offset, uint64_t length) const {
 namespace {
 
 // Loads of at least this many bytes are read in huge folios (File::load), unless widening them to
-// huge-page boundaries would more than double them.
+// huge-page boundaries would more than double them; smaller loads gain nothing from huge folios
+// (bench/read_bench.py, cold then warm full reads).
 constexpr uint64_t kHugeLoadMin = uint64_t{1} << 20;
 
 // The size of the page-cache folios a mapping maps with one page-table entry (the PMD size of

@@ -37,7 +37,6 @@ class File {
   // the file belongs to; none by default) may fail its create, writes and fsync.
   static Result<File> open(const std::string& path, Mode mode, std::shared_ptr<FaultSeam> seam = nullptr);
 
-  bool is_open() const { return fd_ >= 0; }
   const std::string& path() const { return path_; }
   // Local. Current size in bytes.
   Result<uint64_t> size() const;
@@ -58,8 +57,6 @@ class File {
   Status sync();
   // Local. Starts write-back of a written range without waiting (a hint; never fails).
   void start_writeback(uint64_t offset, uint64_t length);
-  // Local. Tells the kernel the file will be read sequentially (a hint; never fails).
-  void advise_sequential();
   // Local. Asks the kernel to start reading a range into the page cache now (a hint; never fails).
   void advise_willneed(uint64_t offset, uint64_t length) const;
   // Local, thread-safe. Reads a range into the page cache without copying it anywhere, in large

@@ -34,7 +34,8 @@ struct RecordHeader {
 // kDetachedBlockBytes of a raw field, the only record of its block in a round) is sent as its header and
 // statistics in the bulk message and its samples as a message of their own, which the aggregator
 // receives straight into the block's place in its data file's direct buffer: no copy after the exchange.
-// Smaller blocks stay in the bulk message: a message per block would cost more than the copy it saves.
+// Smaller blocks stay in the bulk message: a message per block would cost more than the copy it saves
+// (bench/write_bench.py, several block sizes).
 constexpr uint64_t kDetachedBlockBytes = uint64_t{64} << 10;
 
 struct RecordShape {

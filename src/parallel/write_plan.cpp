@@ -17,7 +17,8 @@ struct Unit {
 };
 
 // Chunks hold at most this many decoded bytes even under a larger budget: aggregators start writing,
-// and the disk starts working, after a fraction of the data is exchanged.
+// and the disk starts working, after a fraction of the data is exchanged (bench/write_bench.py chose
+// both sizes).
 constexpr int64_t kRoundBytes = int64_t{16} << 20;
 constexpr int64_t kFirstRoundBytes = int64_t{4} << 20;  // an aggregator's first chunk: the disk starts sooner
 

@@ -57,7 +57,8 @@ class MappingCache {
   }
 
  private:
-  // Enough for a rank's staging copies and exchange buffers of typical writes.
+  // Enough for a rank's staging copies and exchange buffers of typical writes, which then skip the
+  // page faults of fresh memory (bench/write_bench.py --copy).
   static constexpr size_t kCacheBytes = size_t{1} << 30;
   static constexpr size_t kCacheEntries = 16;
   std::mutex mutex_;
