@@ -45,7 +45,9 @@ class ParallelDataset {
   // before calling read_box): the other ranks' read_box, and this call, return `error` (kInvalidArgument
   // if it is ok), so that no rank waits for this one.
   Status fail_read(const Status& error);
-  // Local: never communicates. Writes staged since the last flush() are dropped; call close() first.
+  // Local: no hzio communication, so a rank may unwind alone (its communicator is released with
+  // MPI_Comm_free, which MPI implementations complete locally). Writes staged since the last flush() are
+  // dropped; call close() first.
   ~ParallelDataset();
 
   // Local. Stages a box of this rank; copies `data` (the buffer may be reused at once). Boxes of different
@@ -64,7 +66,8 @@ class ParallelDataset {
   Status close();
 
   // Local. The dataset as this rank sees it: metadata, and Local reads of committed data through
-  // Dataset's own (Local) calls; collective reads only through read_box above.
+  // Dataset's own (Local) calls; collective reads only through read_box above. Writes go through this
+  // object only: never call write_box, flush, close or abandon of the returned Dataset.
   Dataset& dataset();
   // Local. The communicator the dataset's Collective calls run over (a duplicate of the one given).
   MPI_Comm comm() const;

@@ -109,7 +109,7 @@ void write_record(core::DatasetParts& ds, int field, int64_t time, const Box& bo
   h.field = field;
   h.time = time;
   h.block = block;
-  if (lo == dlo && hi == dhi) {  // this rank holds every real sample of the block: encode it here
+  if (lo == dlo && hi == dhi) {  // this rank holds every real sample of the block: HZ-order it here
     h.whole = 1;
     h.bytes = ds.block_bytes(field);
     h.stats_bytes = stats_wire_bytes(ds, field);
