@@ -1,4 +1,4 @@
-"""The ``hzio convert`` subcommand: a .npy or raw binary array to a new IDX dataset, written in z slabs.
+"""The ``hzio convert`` subcommand: a .npy or headerless binary array to a new IDX dataset, written in z slabs.
 
 The input is memory-mapped, so arrays larger than memory convert in bounded memory; a hand-made progress
 bar (percentage and MiB/s) goes to stderr.
@@ -19,7 +19,7 @@ _NPY_MAGIC = b"\x93NUMPY"
 
 
 def convert(args):
-    """Run ``hzio convert``: write INPUT (.npy or raw binary) into a new dataset OUTPUT.idx.
+    """Run ``hzio convert``: write INPUT (.npy or headerless binary) into a new dataset OUTPUT.idx.
 
     Parameters
     ----------
@@ -35,7 +35,7 @@ def convert(args):
     Raises
     ------
     hzio._cli_util.UsageError
-        Missing or inconsistent ``--shape``/``--dtype``, or a raw file whose size does not match them.
+        Missing or inconsistent ``--shape``/``--dtype``, or a headerless file whose size does not match them.
     hzio.Error, OSError
         From reading the input or writing the dataset.
     """
@@ -68,9 +68,9 @@ def load_input(path, shape_text, dtype_text):
     Parameters
     ----------
     path : str
-        A .npy file (recognised by its magic bytes) or a raw binary file.
+        A .npy file (recognised by its magic bytes) or a headerless binary file.
     shape_text, dtype_text : str or None
-        The ``--shape`` and ``--dtype`` options; both required for raw input, ``--shape`` refused for .npy.
+        The ``--shape`` and ``--dtype`` options; both required for headerless input, ``--shape`` refused for .npy.
 
     Returns
     -------
@@ -83,13 +83,13 @@ def load_input(path, shape_text, dtype_text):
     if is_npy:
         return _load_npy(path, shape_text, dtype_text)
     if shape_text is None or dtype_text is None:
-        raise UsageError(f"{path} is not a .npy file: raw binary input needs --shape Z,Y,X and --dtype")
+        raise UsageError(f"{path} is not a .npy file: headerless binary input needs --shape Z,Y,X and --dtype")
     return _load_raw(path, parse_ints(shape_text, "--shape"), dtype_text)
 
 
 def _load_npy(path, shape_text, dtype_text):
     if shape_text is not None:
-        raise UsageError("--shape is only for raw binary input; a .npy file records its own shape")
+        raise UsageError("--shape is only for headerless binary input; a .npy file records its own shape")
     try:
         array = np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError as e:
@@ -114,7 +114,7 @@ def _load_raw(path, shape, dtype_text):
     expected = int(np.prod(shape, dtype=np.int64)) * comps * scalar.itemsize
     actual = os.path.getsize(path)
     if actual != expected:
-        raise UsageError(f"raw input {path} is {actual} bytes, but --shape {','.join(map(str, shape))} with "
+        raise UsageError(f"headerless input {path} is {actual} bytes, but --shape {','.join(map(str, shape))} with "
                          f"--dtype {dtype_text} needs {expected} bytes")
     full = shape + ((comps,) if comps > 1 else ())
     return np.memmap(path, dtype=scalar, mode="r", shape=full), shape, dtype_text

@@ -111,7 +111,7 @@ def _bound(text, default, box):
 def parse_dtype_option(text):
     """Split ``"float32"``, ``"float32[3]"`` or ``"3*float32"`` into ``(numpy scalar dtype, components)``.
 
-    The field dtype itself is validated by :func:`hzio.create`; this only sizes the raw input.
+    The field dtype itself is validated by :func:`hzio.create`; this only sizes the headerless input.
 
     Examples
     --------

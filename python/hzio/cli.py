@@ -92,14 +92,16 @@ def _add_read(sub):
 
 
 def _add_convert(sub):
-    p = _add_command(sub, "convert", convert, "write a .npy or raw binary array into a new dataset",
-                     "Convert a .npy file, or a raw binary file described by --shape and --dtype, into a new "
+    p = _add_command(sub, "convert", convert, "write a .npy or headerless binary array into a new dataset",
+                     "Convert a .npy file, or a headerless binary file described by --shape and --dtype, into a new "
                      "IDX dataset.\nThe input is memory-mapped and written in slabs along z.")
-    p.add_argument("input", metavar="INPUT", help=".npy file, or raw binary (C order [z, y, x], native byte order)")
+    p.add_argument("input", metavar="INPUT",
+                   help=".npy file, or headerless binary (C order [z, y, x], native byte order)")
     p.add_argument("output", metavar="OUT.idx", help="the dataset to create")
-    p.add_argument("--shape", metavar="Z,Y,X", help="samples per axis of raw input ([z, y, x] order, 1 to 3 axes)")
+    p.add_argument("--shape", metavar="Z,Y,X",
+                   help="samples per axis of headerless input ([z, y, x] order, 1 to 3 axes)")
     p.add_argument("--dtype", metavar="DTYPE",
-                   help="sample type of raw input, e.g. float32, or float32[3] for 3 components per sample "
+                   help="sample type of headerless input, e.g. float32, or float32[3] for 3 components per sample "
                         "(for .npy: the field dtype; [N] means the last axis holds the components)")
     p.add_argument("--field", metavar="NAME", default="data", help="field name (default: data)")
     p.add_argument("--codec", default="raw", help="raw, zip, lz4 or zfp-<enc>-<dec> (default: raw)")

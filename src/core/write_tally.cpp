@@ -4,14 +4,14 @@
 namespace hzio::core {
 
 WriteTally::WriteTally(int max_level)
-    : level_hz_(static_cast<size_t>(max_level) + 1),
-      level_write_(level_hz_.size()),
-      level_blocks_(level_hz_.size()),
-      level_bytes_(level_hz_.size()) {}
+    : level_hz(static_cast<size_t>(max_level) + 1),
+      level_write(level_hz.size()),
+      level_blocks(level_hz.size()),
+      level_bytes(level_hz.size()) {}
 
 void WriteTally::add_hz(int level, double seconds) {
   phases.hz += seconds;
-  level_hz_[static_cast<size_t>(level)] += seconds;
+  level_hz[static_cast<size_t>(level)] += seconds;
 }
 
 void WriteTally::add_block(int level, const BlockToWrite& r) {
@@ -20,30 +20,30 @@ void WriteTally::add_block(int level, const BlockToWrite& r) {
   phases.compress += r.compress_seconds;
   phases.stats += r.stats_seconds;
   phases.write += r.write_seconds;
-  level_write_[l] += r.write_seconds;
-  level_blocks_[l] += 1;
-  level_bytes_[l] += r.stored_bytes;
-  file_bytes_ += r.stored_bytes;
+  level_write[l] += r.write_seconds;
+  level_blocks[l] += 1;
+  level_bytes[l] += r.stored_bytes;
+  file_bytes += r.stored_bytes;
 }
 
 std::vector<double> WriteTally::seconds() const {
   std::vector<double> out;
   for (auto phase : kPhases) out.push_back(phases.*phase);
-  out.insert(out.end(), level_hz_.begin(), level_hz_.end());
-  out.insert(out.end(), level_write_.begin(), level_write_.end());
+  out.insert(out.end(), level_hz.begin(), level_hz.end());
+  out.insert(out.end(), level_write.begin(), level_write.end());
   return out;
 }
 
 std::vector<int64_t> WriteTally::counts() const {
-  std::vector<int64_t> out(level_blocks_);
-  out.insert(out.end(), level_bytes_.begin(), level_bytes_.end());
-  out.push_back(file_bytes_);
+  std::vector<int64_t> out(level_blocks);
+  out.insert(out.end(), level_bytes.begin(), level_bytes.end());
+  out.push_back(file_bytes);
   return out;
 }
 
 void WriteTally::fill_reduced(std::span<const double> max, std::span<const double> sum, std::span<const int64_t> counts,
                               int ranks, WriteReport& r) const {
-  const size_t phases_n = kPhases.size(), n = level_hz_.size();
+  const size_t phases_n = kPhases.size(), n = level_hz.size();
   for (size_t i = 0; i < phases_n; ++i) {
     r.max.*kPhases[i] = max[i];
     r.mean.*kPhases[i] = sum[i] / ranks;

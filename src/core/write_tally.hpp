@@ -18,8 +18,7 @@ inline constexpr std::array<double PhaseTimes::*, 8> kPhases = {
     &PhaseTimes::restructure, &PhaseTimes::hz,    &PhaseTimes::aggregate, &PhaseTimes::compress,
     &PhaseTimes::stats,       &PhaseTimes::write, &PhaseTimes::commit,    &PhaseTimes::total};
 
-class WriteTally {
- public:
+struct WriteTally {
   // Local. An empty tally for blocks of levels 0..max_level.
   explicit WriteTally(int max_level);
 
@@ -41,10 +40,10 @@ class WriteTally {
   void fill_reduced(std::span<const double> max, std::span<const double> sum, std::span<const int64_t> counts,
                     int ranks, WriteReport& report) const;
 
- private:
-  std::vector<double> level_hz_, level_write_;
-  std::vector<int64_t> level_blocks_, level_bytes_;
-  int64_t file_bytes_ = 0;
+  // Per level: HZ-ordering and write seconds, blocks and stored bytes; and the data file bytes.
+  std::vector<double> level_hz, level_write;
+  std::vector<int64_t> level_blocks, level_bytes;
+  int64_t file_bytes = 0;
 };
 
 }  // namespace hzio::core
