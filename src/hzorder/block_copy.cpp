@@ -120,8 +120,9 @@ void copy_hz_walk(const Run& run, const Plan& p, int nbits, std::byte* block, co
       for (int64_t i = 0; i < lo_n; i += 4, b += 4 * S) {
         std::byte* r0 = arr + lo_off[i];
         if constexpr (S == 4 && D == Direction::kArrayToBlock) {
-          const __m128 r0x = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(r0)));
-          const __m128 r1x = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(r0 + other)));
+          // 8-byte loads that allow any alignment (float arrays are 4-byte aligned).
+          const __m128 r0x = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r0)));
+          const __m128 r1x = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r0 + other)));
           _mm_storeu_ps(reinterpret_cast<float*>(b), _mm_unpacklo_ps(r0x, r1x));
         } else if constexpr (S == 4) {
           const __m128 v = _mm_loadu_ps(reinterpret_cast<const float*>(b));

@@ -26,6 +26,15 @@ Status os_error(const std::string& what, const std::string& path, int err) {
   return io_error(what + " " + path + ": " + reason);
 }
 
+const char* file_type_name(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISDIR(mode)) return "a folder";
+  return "a special file";
+}
+
 int fault_error(FaultSeam* seam, FaultOp op, const std::string& path) { return seam ? seam->error(op, path) : 0; }
 
 Status sync_dir(const std::string& dir, FaultSeam* seam) {
@@ -106,8 +115,20 @@ Result<File> File::open(const std::string& path, Mode mode, std::shared_ptr<Faul
   if (mode == Mode::kReadWrite) flags |= O_RDWR;
   if (mode == Mode::kCreate) flags |= O_RDWR | O_CREAT | O_TRUNC;
   const int fault = mode == Mode::kCreate ? fault_error(seam.get(), FaultOp::kCreate, path) : 0;
-  int fd = fault ? -1 : ::open(path.c_str(), flags, 0644);
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer forever; it is refused below.
+  int fd = fault ? -1 : ::open(path.c_str(), flags | O_NONBLOCK, 0644);
   if (fd < 0) return os_error(mode == Mode::kCreate ? "create" : "open", path, fault ? fault : errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return os_error("stat", path, err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return io_error("open " + path + ": not a regular file (" + file_type_name(st.st_mode) + ")");
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   File f;
   f.fd_ = fd;
   f.path_ = path;

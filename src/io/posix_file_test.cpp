@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -78,6 +79,25 @@ TEST(PosixFile, LoadingAMappedFileThatShrankFailsWithAClearErrorNotASignal) {
   EXPECT_EQ(s.code(), ErrorCode::kCorrupt);
   EXPECT_NE(s.message().find("shrunk.bin"), std::string::npos);
   EXPECT_TRUE(f.load(0, size_t{3} << 20).is_ok());  // what is left still loads
+}
+
+TEST(PosixFile, SpecialFilesAreRefusedAtOnceNamingWhatTheyAre) {
+  const std::string fifo = temp_dir() + "/pipe.bin";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  for (File::Mode mode : {File::Mode::kRead, File::Mode::kReadWrite, File::Mode::kCreate}) {
+    auto f = File::open(fifo, mode);  // would wait for a writer forever if opened as is
+    ASSERT_FALSE(f.is_ok());
+    EXPECT_EQ(f.status().code(), ErrorCode::kIo);
+    EXPECT_NE(f.status().message().find(fifo), std::string::npos) << f.status().to_string();
+    EXPECT_NE(f.status().message().find("a FIFO"), std::string::npos) << f.status().to_string();
+  }
+  auto dir = File::open(temp_dir(), File::Mode::kRead);
+  ASSERT_FALSE(dir.is_ok());
+  EXPECT_NE(dir.status().message().find("a folder"), std::string::npos) << dir.status().to_string();
+  auto dev = File::open("/dev/null", File::Mode::kRead);
+  ASSERT_FALSE(dev.is_ok());
+  EXPECT_NE(dev.status().message().find("a character device"), std::string::npos) << dev.status().to_string();
+  EXPECT_FALSE(read_text_file(fifo).is_ok());
 }
 
 TEST(PosixFile, OpeningAMissingFileIsNotFound) {

@@ -10,6 +10,8 @@ field's default value, exactly like OpenVisus.
 from __future__ import annotations
 
 import struct
+import subprocess
+import sys
 import zlib
 
 import hz_expect as he
@@ -317,3 +319,44 @@ def test_bad_create_arguments(tmp_path, kwargs, needles):
     with pytest.raises((hzio.InvalidArgumentError, hzio.UnsupportedError)) as ei:
         hzio.create(str(tmp_path / "c.idx"), **args)
     assert_names(ei, *needles)
+
+
+def test_fifos_in_place_of_dataset_files_are_refused_at_once(tmp_path):
+    """A FIFO where the .idx, a data file or a sidecar should be must not make a reader wait for a writer
+    forever: the .idx and data files are refused naming the file, a sidecar is ignored (statistics
+    unknown). Run in a child process with a time limit, so that a hang fails the test instead of the suite."""
+    import textwrap  # noqa: PLC0415
+
+    script = textwrap.dedent(f"""
+        import os, sys
+        import numpy as np
+        import hzio
+        root = {str(tmp_path)!r}
+        a = np.arange(16 * 16, dtype=np.float32).reshape(16, 16)
+        with hzio.create(root + "/d.idx", shape=(16, 16), fields={{"v": "float32"}}, bits_per_block=4) as ds:
+            ds.write(a)
+        data = sorted(f for f in os.listdir(root + "/d") if f.endswith(".bin"))
+        side = root + "/d/" + data[0] + ".hzstats"
+        os.remove(side)
+        os.mkfifo(side)
+        with hzio.open(root + "/d.idx") as ds:
+            idx, values = ds.query("v", 10, 20)
+            assert sorted(values.tolist()) == list(range(10, 21)), values
+        os.remove(root + "/d/" + data[-1])
+        os.mkfifo(root + "/d/" + data[-1])
+        with hzio.open(root + "/d.idx") as ds:
+            try:
+                ds.read()
+                sys.exit("read a FIFO data file")
+            except hzio.IoError as e:
+                assert "not a regular file (a FIFO)" in str(e) and data[-1] in str(e), str(e)
+        os.mkfifo(root + "/f.idx")
+        try:
+            hzio.open(root + "/f.idx")
+            sys.exit("opened a FIFO .idx")
+        except hzio.IoError as e:
+            assert "not a regular file (a FIFO)" in str(e), str(e)
+        print("ok")
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
