@@ -8,6 +8,7 @@ Times are the maximum over ranks between two barriers; medians over the repetiti
 """
 
 import argparse
+import dataclasses
 import itertools
 import json
 import os
@@ -152,7 +153,7 @@ def write_shared(MPI, comm, path, arrays, offset, pieces, fsync):
 def write_hzio(comm, path, cfg, box, arrays, placement):
     """hzio: collective create, one ``write`` per field and timestep, close (flush, fsync, commit).
 
-    Returns the close's write report.
+    Returns the close's write report, as plain dicts (for the JSON output).
     """
     times = list(range(cfg["timesteps"])) if cfg["timesteps"] > 1 else None
     with hzio.create(path, shape=cfg["global"], fields={f: cfg["dtype"] for f in cfg["field_names"]},
@@ -162,7 +163,7 @@ def write_hzio(comm, path, cfg, box, arrays, placement):
                      aggregator_bytes=cfg["aggregator_bytes"]) as ds:
         for (field, t), a in arrays.items():
             ds.write(a, offset=box[0], field=field, time=t, copy=cfg["copy"])
-    return ds.last_write_report
+    return dataclasses.asdict(ds.last_write_report)
 
 
 def check_read_back(comm, path, box, arrays):

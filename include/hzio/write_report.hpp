@@ -1,5 +1,5 @@
 // WriteReport: phase timings and byte counts of one commit (flush), from one process or many ranks.
-// Public C++ API; Python gives it as a dict (Dataset.last_write_report), the MPI C API as JSON text.
+// Public C++ API; Python gives it as hzio.WriteReport (flush(), last_write_report), the MPI C API as JSON text.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,11 @@
-// Shared by the binding files: hzio Status -> Python exception (hzio.errors classes), read reports as dicts.
+// Shared by the binding files: hzio Status -> Python exception (hzio.errors classes), x-first triples,
+// and bind_records (binding_records.cpp), which binds the value records hzio._core returns.
 #pragma once
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
+
+#include <tuple>
 
 #include "hzio/status.hpp"
 #include "hzio/types.hpp"
@@ -23,16 +26,14 @@ T take(Result<T>&& r) {
   return std::move(r).value();
 }
 
-inline nanobind::dict report_dict(const ReadReport& r) {
-  nanobind::dict d;
-  d["files_opened"] = r.files_opened;
-  d["blocks_read"] = r.blocks_read;
-  d["blocks_missing"] = r.blocks_missing;
-  d["bytes_read"] = r.bytes_read;
-  d["min_bytes"] = r.min_bytes;
-  d["method"] = r.method;
-  d["assembly"] = r.assembly;
-  return d;
-}
+// A point as Python sees it: an x-first tuple of three ints.
+using Triple = std::tuple<int64_t, int64_t, int64_t>;
+inline Point point(const Triple& t) { return {std::get<0>(t), std::get<1>(t), std::get<2>(t)}; }
+inline Triple triple(const Point& p) { return {p[0], p[1], p[2]}; }
+inline Box box(const Triple& lo, const Triple& hi) { return Box{point(lo), point(hi)}; }
+
+// Binds Box, SampleGrid, FieldSpec, BlockInfo, ReadReport, PhaseTimes, LevelTimes, WriteReport and
+// QueryResult as classes with read-only properties and a readable __repr__.
+void bind_records(nanobind::module_& m);
 
 }  // namespace hzio::bindings

@@ -1,5 +1,6 @@
-// nanobind glue for hzio._core: the C++ Dataset and ProgressiveRead with x-first tuples and raw
-// buffers. The Python package (python/hzio) adds NumPy ergonomics; errors become hzio.Error subclasses.
+// nanobind glue for hzio._core: the C++ Dataset and ProgressiveRead with x-first tuples, raw buffers
+// and the records of binding_records.cpp. The Python package (python/hzio) adds NumPy ergonomics; errors
+// become hzio.Error subclasses.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -13,21 +14,17 @@
 
 namespace nb = nanobind;
 using namespace hzio;
+using hzio::bindings::box;
 using hzio::bindings::check;
 using hzio::bindings::HzioError;
-using hzio::bindings::report_dict;
 using hzio::bindings::take;
+using hzio::bindings::Triple;
 
 #ifdef HZIO_WITH_MPI
 void bind_parallel(nb::module_& m);
 #endif
 
 namespace {
-
-using Triple = std::tuple<int64_t, int64_t, int64_t>;
-Point point(const Triple& t) { return {std::get<0>(t), std::get<1>(t), std::get<2>(t)}; }
-Triple triple(const Point& p) { return {p[0], p[1], p[2]}; }
-Box box(const Triple& lo, const Triple& hi) { return Box{point(lo), point(hi)}; }
 
 using Buffer = nb::ndarray<nb::c_contig, nb::device::cpu>;
 using ReadOnly = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
@@ -87,6 +84,7 @@ NB_MODULE(_core, m) {
       PyErr_SetObject(cls.ptr(), nb::str(e.status.message().c_str()).ptr());
     }
   });
+  hzio::bindings::bind_records(m);
 
   nb::class_<Dataset>(m, "Dataset")
       .def_static("create", &create, nb::arg("path"), nb::arg("dims"), nb::arg("fields"), nb::arg("bitmask"),
@@ -95,17 +93,8 @@ NB_MODULE(_core, m) {
       .def_static("open", &open, nb::arg("path"), nb::arg("writable"), nb::arg("durable"), nb::arg("threads"))
       .def_prop_ro("path", &Dataset::path)
       .def_prop_ro("ndim", &Dataset::ndim)
-      .def_prop_ro("dims", [](const Dataset& d) { return triple(d.dims()); })
-      .def_prop_ro("origin", [](const Dataset& d) { return triple(d.box().lo); })
-      .def_prop_ro("fields",
-                   [](const Dataset& d) {
-                     std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> out;
-                     for (const auto& f : d.fields()) {
-                       out.emplace_back(f.name, f.dtype.to_string(), f.codec,
-                                        f.layout == Layout::kRowMajor ? "rowmajor" : "hzorder", f.default_value);
-                     }
-                     return out;
-                   })
+      .def_prop_ro("box", &Dataset::box, "The dataset box (its lower corner is 0 unless a .idx says otherwise).")
+      .def_prop_ro("fields", [](const Dataset& d) { return std::vector<FieldSpec>(d.fields()); })
       .def_prop_ro("times", &Dataset::times)
       .def_prop_ro("max_level", &Dataset::max_level)
       .def_prop_ro("bitmask", &Dataset::bitmask)
@@ -113,91 +102,74 @@ NB_MODULE(_core, m) {
       .def_prop_ro("blocks_per_file", &Dataset::blocks_per_file)
       .def_prop_ro("block_count", &Dataset::block_count)
       .def_prop_ro("closed", &Dataset::closed)
-      .def("level_grid",
-           [](const Dataset& d, Triple lo, Triple hi, int level) {
-             SampleGrid g = take(d.level_grid(box(lo, hi), level));
-             return std::make_tuple(triple(g.origin), triple(g.spacing), triple(g.count));
-           })
-      .def("write_box",
-           [](Dataset& d, Triple lo, Triple hi, const std::string& field, int64_t time, ReadOnly data) {
-             const void* ptr = data.data();
-             const size_t n = data.nbytes();
-             nb::gil_scoped_release release;
-             check(d.write_box(box(lo, hi), field, time, ptr, n));
-           })
-      .def("read_box",
-           [](Dataset& d, Triple lo, Triple hi, int level, const std::string& field, int64_t time, Buffer out) {
-             ReadReport r;
-             void* ptr = out.data();
-             const size_t n = out.nbytes();
-             {
-               nb::gil_scoped_release release;
-               check(d.read_box(box(lo, hi), level, field, time, ptr, n, &r));
-             }
-             return report_dict(r);
-           })
-      .def("block_infos",
-           [](Dataset& d, const std::string& field, int64_t time) {
-             std::vector<BlockInfo> infos;
-             {
-               nb::gil_scoped_release release;
-               infos = take(d.block_infos(field, time));
-             }
-             nb::list out;
-             for (const auto& b : infos) {
-               nb::dict e;
-               e["block"] = b.block;
-               e["level"] = b.level;
-               e["file"] = b.file;
-               e["file_exists"] = b.file_exists;
-               e["offset"] = b.offset;
-               e["size"] = b.size;
-               e["flags"] = b.flags;
-               e["entry"] = b.entry;
-               e["stats_known"] = b.stats_known;
-               e["count"] = b.count;
-               e["min"] = b.min;
-               e["max"] = b.max;
-               out.append(e);
-             }
-             return out;
-           })
-      .def("query",
-           [](Dataset& d, Triple lo, Triple hi, int level, const std::string& field, int64_t time, double vlo,
-              double vhi, int component, bool mask) {
-             QueryResult r;
-             {
-               nb::gil_scoped_release release;
-               check(d.query(box(lo, hi), level, field, time, vlo, vhi, component, mask, &r));
-             }
-             nb::dict out;
-             out["points"] =
-                 nb::bytes(reinterpret_cast<const char*>(r.points.data()), r.points.size() * sizeof(int64_t));
-             out["values"] = nb::bytes(reinterpret_cast<const char*>(r.values.data()), r.values.size());
-             out["mask"] = nb::bytes(reinterpret_cast<const char*>(r.mask.data()), r.mask.size());
-             nb::dict rep = report_dict(r.report);
-             rep["blocks_skipped"] = r.blocks_skipped;
-             out["report"] = rep;
-             return out;
-           })
+      .def(
+          "level_grid",
+          [](const Dataset& d, Triple lo, Triple hi, int level) { return take(d.level_grid(box(lo, hi), level)); },
+          nb::arg("lo"), nb::arg("hi"), nb::arg("level"))
+      .def(
+          "write_box",
+          [](Dataset& d, Triple lo, Triple hi, const std::string& field, int64_t time, ReadOnly data) {
+            const void* ptr = data.data();
+            const size_t n = data.nbytes();
+            nb::gil_scoped_release release;
+            check(d.write_box(box(lo, hi), field, time, ptr, n));
+          },
+          nb::arg("lo"), nb::arg("hi"), nb::arg("field"), nb::arg("time"), nb::arg("data"))
+      .def(
+          "read_box",
+          [](Dataset& d, Triple lo, Triple hi, int level, const std::string& field, int64_t time, Buffer out) {
+            ReadReport r;
+            void* ptr = out.data();
+            const size_t n = out.nbytes();
+            {
+              nb::gil_scoped_release release;
+              check(d.read_box(box(lo, hi), level, field, time, ptr, n, &r));
+            }
+            return r;
+          },
+          nb::arg("lo"), nb::arg("hi"), nb::arg("level"), nb::arg("field"), nb::arg("time"), nb::arg("out"))
+      .def(
+          "block_infos",
+          [](Dataset& d, const std::string& field, int64_t time) {
+            nb::gil_scoped_release release;
+            return take(d.block_infos(field, time));
+          },
+          nb::arg("field"), nb::arg("time"))
+      .def(
+          "query",
+          [](Dataset& d, Triple lo, Triple hi, int level, const std::string& field, int64_t time, double lo_value,
+             double hi_value, int component, bool mask) {
+            auto r = std::make_unique<QueryResult>();
+            {
+              nb::gil_scoped_release release;
+              check(d.query(box(lo, hi), level, field, time, lo_value, hi_value, component, mask, r.get()));
+            }
+            return r;
+          },
+          nb::arg("lo"), nb::arg("hi"), nb::arg("level"), nb::arg("field"), nb::arg("time"), nb::arg("lo_value"),
+          nb::arg("hi_value"), nb::arg("component"), nb::arg("mask"))
       .def_prop_ro("file_first_blocks", &Dataset::file_first_blocks)
-      .def("index_file",
-           [](Dataset& d, int64_t time, int64_t first, int bits) {
-             nb::gil_scoped_release release;
-             return take(d.index_file(time, first, bits));
-           })
-      .def("verify_block",
-           [](Dataset& d, const std::string& field, int64_t time, int64_t block) {
-             nb::gil_scoped_release release;
-             check(d.verify_block(field, time, block));
-           })
+      .def(
+          "index_file",
+          [](Dataset& d, int64_t time, int64_t first_block, int sub_block_bits) {
+            nb::gil_scoped_release release;
+            return take(d.index_file(time, first_block, sub_block_bits));
+          },
+          nb::arg("time"), nb::arg("first_block"), nb::arg("sub_block_bits"))
+      .def(
+          "verify_block",
+          [](Dataset& d, const std::string& field, int64_t time, int64_t block) {
+            nb::gil_scoped_release release;
+            check(d.verify_block(field, time, block));
+          },
+          nb::arg("field"), nb::arg("time"), nb::arg("block"))
       .def("flush",
            [](Dataset& d) {
              {
                nb::gil_scoped_release release;
                check(d.flush());
              }
-             return d.last_write_report().to_json();
+             return d.last_write_report();
            })
       .def("close",
            [](Dataset& d) {
@@ -205,19 +177,22 @@ NB_MODULE(_core, m) {
                nb::gil_scoped_release release;
                check(d.close());
              }
-             return d.last_write_report().to_json();
+             return d.last_write_report();
            })
       .def("abandon", &Dataset::abandon);
   // A new uint8 array of `bytes` for a read's output whose memory returns to hzio's cache when the
   // array dies (hzio::ReadBuffer).
-  m.def("read_buffer", [](size_t bytes) {
-    auto buffer = std::make_unique<ReadBuffer>(bytes);
-    std::byte* data = buffer->data();
-    nb::capsule owner(buffer.get(), [](void* p) noexcept { delete static_cast<ReadBuffer*>(p); });
-    buffer.release();  // the capsule owns it now
-    const size_t shape[1] = {bytes};
-    return nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(data, 1, shape, owner);
-  });
+  m.def(
+      "read_buffer",
+      [](size_t bytes) {
+        auto buffer = std::make_unique<ReadBuffer>(bytes);
+        std::byte* data = buffer->data();
+        nb::capsule owner(buffer.get(), [](void* p) noexcept { delete static_cast<ReadBuffer*>(p); });
+        buffer.release();  // the capsule owns it now
+        const size_t shape[1] = {bytes};
+        return nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(data, 1, shape, owner);
+      },
+      nb::arg("bytes"));
 
   m.attr("BLOCK_FLAG_CODEC_MASK") = kBlockFlagCodecMask;
   m.attr("BLOCK_FLAG_ROW_MAJOR") = kBlockFlagRowMajor;
@@ -243,22 +218,22 @@ NB_MODULE(_core, m) {
           [](Dataset& d, Triple lo, Triple hi, const std::string& field, int64_t time, std::vector<int> levels) {
             return take(ProgressiveRead::start(d, box(lo, hi), field, time, std::move(levels)));
           },
+          nb::arg("dataset"), nb::arg("lo"), nb::arg("hi"), nb::arg("field"), nb::arg("time"), nb::arg("levels"),
           nb::keep_alive<0, 1>())
       .def_prop_ro("done", &ProgressiveRead::done)
       .def_prop_ro("next_level", &ProgressiveRead::next_level)
-      .def("next_grid",
-           [](const ProgressiveRead& p) {
-             SampleGrid g = take(p.next_grid());
-             return std::make_tuple(triple(g.origin), triple(g.spacing), triple(g.count));
-           })
-      .def("next", [](ProgressiveRead& p, Buffer out) {
-        ReadReport r;
-        void* ptr = out.data();
-        const size_t n = out.nbytes();
-        {
-          nb::gil_scoped_release release;
-          check(p.next(ptr, n, &r));
-        }
-        return report_dict(r);
-      });
+      .def("next_grid", [](const ProgressiveRead& p) { return take(p.next_grid()); })
+      .def(
+          "next",
+          [](ProgressiveRead& p, Buffer out) {
+            ReadReport r;
+            void* ptr = out.data();
+            const size_t n = out.nbytes();
+            {
+              nb::gil_scoped_release release;
+              check(p.next(ptr, n, &r));
+            }
+            return r;
+          },
+          nb::arg("out"));
 }

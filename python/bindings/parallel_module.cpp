@@ -13,16 +13,13 @@
 
 namespace nb = nanobind;
 using namespace hzio;
+using hzio::bindings::box;
 using hzio::bindings::check;
 using hzio::bindings::HzioError;
 using hzio::bindings::take;
+using hzio::bindings::Triple;
 
 namespace {
-
-using Triple = std::tuple<int64_t, int64_t, int64_t>;
-Box box(const Triple& lo, const Triple& hi) {
-  return Box{{std::get<0>(lo), std::get<1>(lo), std::get<2>(lo)}, {std::get<0>(hi), std::get<1>(hi), std::get<2>(hi)}};
-}
 
 ParallelOptions options(const std::string& placement, int aggregator_count, int64_t aggregator_bytes, bool durable,
                         int threads) {
@@ -43,65 +40,75 @@ ParallelOptions options(const std::string& placement, int aggregator_count, int6
 
 void bind_parallel(nb::module_& m) {
   nb::class_<ParallelDataset>(m, "ParallelDataset")
-      .def_static("create",
-                  [](int64_t fcomm, const std::string& path, std::vector<int64_t> dims,
-                     std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> fields,
-                     std::string bitmask, int bits_per_block, int64_t blocks_per_file, std::vector<int64_t> times,
-                     bool overwrite, std::string placement, int aggregator_count, int64_t aggregator_bytes,
-                     bool durable, int threads, int sub_block_bits) {
-                    CreateOptions o;
-                    o.sub_block_bits = sub_block_bits;
-                    o.dims = std::move(dims);
-                    for (auto& [name, dtype, codec, layout, dflt] : fields) {
-                      auto dt = DType::parse(dtype);
-                      if (!dt.is_ok()) throw HzioError{invalid_argument(dt.status().message())};
-                      if (layout != "hzorder" && layout != "rowmajor")
-                        throw HzioError{invalid_argument("layout '" + layout + "' is not 'hzorder' or 'rowmajor'")};
-                      o.fields.push_back(
-                          {name, dt.value(), codec, layout == "rowmajor" ? Layout::kRowMajor : Layout::kHzOrder, dflt});
-                    }
-                    o.bitmask = std::move(bitmask);
-                    o.bits_per_block = bits_per_block;
-                    o.blocks_per_file = blocks_per_file;
-                    o.times = std::move(times);
-                    o.overwrite = overwrite;
-                    MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(fcomm));
-                    ParallelOptions po = options(placement, aggregator_count, aggregator_bytes, durable, threads);
-                    nb::gil_scoped_release release;
-                    return take(ParallelDataset::create(comm, path, o, po));
-                  })
-      .def_static("open",
-                  [](int64_t fcomm, const std::string& path, std::string placement, int aggregator_count,
-                     int64_t aggregator_bytes, bool durable, int threads, bool writable) {
-                    MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(fcomm));
-                    ParallelOptions po = options(placement, aggregator_count, aggregator_bytes, durable, threads);
-                    nb::gil_scoped_release release;
-                    return take(ParallelDataset::open(comm, path, po, writable));
-                  })
-      .def("read_box",
-           [](ParallelDataset& d, Triple lo, Triple hi, int level, const std::string& field, int64_t time,
-              nb::ndarray<nb::c_contig, nb::device::cpu> out, const std::string& method) {
-             ReadMethod m = ReadMethod::kAuto;
-             if (method == "independent")
-               m = ReadMethod::kIndependent;
-             else if (method == "two-phase")
-               m = ReadMethod::kTwoPhase;
-             else if (method != "auto") {
-               // The other ranks are in the collective read: join it with the error.
-               const Status bad =
-                   invalid_argument("read method '" + method + "' is not auto, independent or two-phase");
-               nb::gil_scoped_release release;
-               check(d.fail_read(bad));
-             }
-             ReadReport r;
-             void* ptr = out.data();
-             const size_t n = out.nbytes();
-             {
-               nb::gil_scoped_release release;
-               check(d.read_box(box(lo, hi), level, field, time, ptr, n, &r, m));
-             }
-             return hzio::bindings::report_dict(r);
-           })
+      .def_static(
+          "create",
+          [](int64_t comm_handle, const std::string& path, std::vector<int64_t> dims,
+             std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> fields,
+             std::string bitmask, int bits_per_block, int64_t blocks_per_file, std::vector<int64_t> times,
+             bool overwrite, std::string placement, int aggregator_count, int64_t aggregator_bytes, bool durable,
+             int threads, int sub_block_bits) {
+            CreateOptions o;
+            o.sub_block_bits = sub_block_bits;
+            o.dims = std::move(dims);
+            for (auto& [name, dtype, codec, layout, dflt] : fields) {
+              auto dt = DType::parse(dtype);
+              if (!dt.is_ok()) throw HzioError{invalid_argument(dt.status().message())};
+              if (layout != "hzorder" && layout != "rowmajor")
+                throw HzioError{invalid_argument("layout '" + layout + "' is not 'hzorder' or 'rowmajor'")};
+              o.fields.push_back(
+                  {name, dt.value(), codec, layout == "rowmajor" ? Layout::kRowMajor : Layout::kHzOrder, dflt});
+            }
+            o.bitmask = std::move(bitmask);
+            o.bits_per_block = bits_per_block;
+            o.blocks_per_file = blocks_per_file;
+            o.times = std::move(times);
+            o.overwrite = overwrite;
+            MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(comm_handle));
+            ParallelOptions po = options(placement, aggregator_count, aggregator_bytes, durable, threads);
+            nb::gil_scoped_release release;
+            return take(ParallelDataset::create(comm, path, o, po));
+          },
+          nb::arg("comm_handle"), nb::arg("path"), nb::arg("dims"), nb::arg("fields"), nb::arg("bitmask"),
+          nb::arg("bits_per_block"), nb::arg("blocks_per_file"), nb::arg("times"), nb::arg("overwrite"),
+          nb::arg("placement"), nb::arg("aggregator_count"), nb::arg("aggregator_bytes"), nb::arg("durable"),
+          nb::arg("threads"), nb::arg("sub_block_bits"))
+      .def_static(
+          "open",
+          [](int64_t comm_handle, const std::string& path, std::string placement, int aggregator_count,
+             int64_t aggregator_bytes, bool durable, int threads, bool writable) {
+            MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(comm_handle));
+            ParallelOptions po = options(placement, aggregator_count, aggregator_bytes, durable, threads);
+            nb::gil_scoped_release release;
+            return take(ParallelDataset::open(comm, path, po, writable));
+          },
+          nb::arg("comm_handle"), nb::arg("path"), nb::arg("placement"), nb::arg("aggregator_count"),
+          nb::arg("aggregator_bytes"), nb::arg("durable"), nb::arg("threads"), nb::arg("writable"))
+      .def(
+          "read_box",
+          [](ParallelDataset& d, Triple lo, Triple hi, int level, const std::string& field, int64_t time,
+             nb::ndarray<nb::c_contig, nb::device::cpu> out, const std::string& method) {
+            ReadMethod m = ReadMethod::kAuto;
+            if (method == "independent")
+              m = ReadMethod::kIndependent;
+            else if (method == "two-phase")
+              m = ReadMethod::kTwoPhase;
+            else if (method != "auto") {
+              // The other ranks are in the collective read: join it with the error.
+              const Status bad = invalid_argument("read method '" + method + "' is not auto, independent or two-phase");
+              nb::gil_scoped_release release;
+              check(d.fail_read(bad));
+            }
+            ReadReport r;
+            void* ptr = out.data();
+            const size_t n = out.nbytes();
+            {
+              nb::gil_scoped_release release;
+              check(d.read_box(box(lo, hi), level, field, time, ptr, n, &r, m));
+            }
+            return r;
+          },
+          nb::arg("lo"), nb::arg("hi"), nb::arg("level"), nb::arg("field"), nb::arg("time"), nb::arg("out"),
+          nb::arg("method"))
       .def(
           "fail_read",
           [](ParallelDataset& d, const std::string& message) {
@@ -129,12 +136,15 @@ void bind_parallel(nb::module_& m) {
                nb::gil_scoped_release release;
                r = take(d.flush());
              }
-             return r.to_json();
+             return r;
            })
       .def("close",
            [](ParallelDataset& d) {
-             nb::gil_scoped_release release;
-             check(d.close());
+             {
+               nb::gil_scoped_release release;
+               check(d.close());
+             }
+             return d.last_write_report();
            })
-      .def_prop_ro("last_write_report", [](const ParallelDataset& d) { return d.last_write_report().to_json(); });
+      .def_prop_ro("last_write_report", [](const ParallelDataset& d) { return d.last_write_report(); });
 }

@@ -14,10 +14,11 @@ Examples
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
 from . import _core
-from ._types import parse_dtype
+from ._records import IndexReport, LevelTimes, PhaseTimes, ProgressiveReport, QueryReport, ReadReport, WriteReport
+from ._types import FieldsLike, parse_dtype
 from .dataset import Dataset
 from .errors import (
     CorruptError,
@@ -33,12 +34,13 @@ from .indexing_stats import index
 
 __version__ = "0.1.0"
 
-__all__ = ["create", "open", "index", "parse_dtype", "Dataset", "Error", "FormatError", "CorruptError", "NotFoundError",
-           "InvalidArgumentError", "IoError", "UnsupportedError", "InternalError"]
+__all__ = ["create", "open", "index", "parse_dtype", "Dataset", "ReadReport", "QueryReport", "ProgressiveReport",
+           "WriteReport", "PhaseTimes", "LevelTimes", "IndexReport", "Error", "FormatError", "CorruptError",
+           "NotFoundError", "InvalidArgumentError", "IoError", "UnsupportedError", "InternalError"]
 
 
-def _fields_list(fields, codec, layout):
-    items = fields.items() if isinstance(fields, dict) else fields
+def _fields_list(fields: FieldsLike, codec: str, layout: str) -> list[tuple[str, str, str, str, float]]:
+    items: Iterable[Sequence[Any]] = fields.items() if isinstance(fields, dict) else fields
     out = []
     for item in items:
         name, dtype = item[0], item[1]
@@ -50,11 +52,11 @@ def _fields_list(fields, codec, layout):
     return out
 
 
-def _sub_blocks(value):
+def _sub_blocks(value: int | None) -> int:
     return -1 if value is None else int(value)  # -1: CreateOptions::kAutoSubBlockBits
 
 
-def create(path: str | os.PathLike, shape: Sequence[int], fields: Mapping[str, Any] | Sequence[tuple], *,
+def create(path: str | os.PathLike, shape: Sequence[int], fields: FieldsLike, *,
            bitmask: str | None = None, bits_per_block: int | None = None, blocks_per_file: int | None = None,
            codec: str = "raw", layout: str = "hzorder", times: Iterable[int] | None = None, overwrite: bool = False,
            durable: bool = True, threads: int = 0, comm: Any = None, placement: str = "localized",

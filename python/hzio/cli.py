@@ -6,9 +6,12 @@ status 2 (``verify`` exits 1 when it finds a corrupt block or a timestep without
 never a traceback for hzio errors.
 """
 
+from __future__ import annotations
+
 import argparse
 import os
 import sys
+from typing import Sequence
 
 import hzio
 
@@ -35,8 +38,8 @@ examples:
 """
 
 
-def build_parser():
-    """Return the :class:`argparse.ArgumentParser` of the ``hzio`` command.
+def build_parser() -> argparse.ArgumentParser:
+    """Local. Return the :class:`argparse.ArgumentParser` of the ``hzio`` command.
 
     Examples
     --------
@@ -169,8 +172,10 @@ def _add_index(sub):
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``hzio`` command line and return its exit status.
+
+    Local, except ``hzio index`` under ``mpiexec``, which is Collective over the ranks (see ``hzio index``).
 
     Parameters
     ----------

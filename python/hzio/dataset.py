@@ -4,16 +4,22 @@ Arrays are C order ``[z, y, x]`` (``[y, x]`` for 2-D datasets) with a trailing c
 vector fields, exactly as OpenVisus returns them.
 """
 
-import json
+from __future__ import annotations
+
+from typing import Any, Iterator, Literal, Sequence, TypeVar
 
 import numpy as np
 
 from . import _core
+from ._blocks import block_table
 from ._indexing import box_of_slices, plan, select
-from ._types import empty_for_read, parse_dtype, to_xfirst, to_zyx
+from ._records import ProgressiveReport, QueryReport, ReadReport, WriteReport
+from ._types import BoxLike, check_samples, empty_for_read, parse_dtype, to_xfirst, to_zyx
 from ._views import FieldView, LevelView
 from ._views import check_level as _level
 from .errors import InvalidArgumentError, NotFoundError
+
+_D = TypeVar("_D", bound="Dataset")
 
 
 class Dataset:
@@ -28,81 +34,95 @@ class Dataset:
     >>> with hzio.open(path) as ds:
     ...     print(ds.shape, ds[1, 2, 3], ds.read(level=0).shape)
     (4, 8, 16) 147.0 (1, 1, 1)
+
+    Every call is Local, except that on a dataset opened with ``comm`` (a
+    :class:`hzio.parallel.ParallelDataset`) reads and commits are Collective (see there).
     """
 
-    def __init__(self, core):
+    #: The report of the last ``read``, slicing, ``progressive`` step or ``query`` (Local), or None.
+    last_read_report: ReadReport | None
+    #: The report of the last commit (``flush`` or ``close``), or None before the first.
+    last_write_report: WriteReport | None
+
+    def __init__(self, core: _core.Dataset) -> None:
         self._core = core
-        self._ndim = core.ndim
-        self._fields = {name: parse_dtype(dtype) for name, dtype, _, _, _ in core.fields}
+        self._ndim: int = core.ndim
+        self._fields = {f.name: parse_dtype(f.dtype) for f in core.fields}
         self.last_read_report = None
         self.last_write_report = None
 
-    # ---------------------------------------------------------------- metadata
+    # ---------------------------------------------------------------- metadata (all Local)
     @property
-    def path(self):
-        """Absolute path of the .idx file."""
+    def path(self) -> str:
+        """Local. Absolute path of the .idx file."""
         return self._core.path
 
     @property
-    def shape(self):
-        """Samples per axis, ``(nz, ny, nx)`` or ``(ny, nx)``."""
-        return tuple(h - o for h, o in zip(to_zyx(self._core.dims, self._ndim), self.origin))
+    def shape(self) -> tuple[int, ...]:
+        """Local. Samples per axis, ``(nz, ny, nx)``, ``(ny, nx)`` or ``(nx,)``."""
+        box = self._core.box
+        return tuple(h - o for h, o in zip(to_zyx(box.hi, self._ndim), to_zyx(box.lo, self._ndim)))
 
     @property
-    def origin(self):
-        """The dataset box's lower corner ([z, y, x]); 0 except for some files written elsewhere.
+    def origin(self) -> tuple[int, ...]:
+        """Local. The dataset box's lower corner ([z, y, x]); 0 except for some files written elsewhere.
 
         ``box`` and ``offset`` arguments are in dataset coordinates; slicing (``ds[...]``) indexes the
         array that starts at ``origin``, like a NumPy array of ``shape``.
         """
-        return to_zyx(self._core.origin, self._ndim)
+        return to_zyx(self._core.box.lo, self._ndim)
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
+        """Local. Number of axes: 1, 2 or 3."""
         return self._ndim
 
     @property
-    def fields(self):
-        """Field name to dtype string (``"float32"``, ``"float32[3]"``), in file order."""
+    def fields(self) -> dict[str, str]:
+        """Local. Field name to dtype string (``"float32"``, ``"float32[3]"``), in file order."""
         return {name: spec[0] for name, spec in self._fields.items()}
 
     @property
-    def times(self):
-        """Timesteps, ascending."""
+    def times(self) -> list[int]:
+        """Local. Timesteps, ascending."""
         return list(self._core.times)
 
     @property
-    def max_level(self):
-        """The finest resolution level (the bitmask length)."""
+    def max_level(self) -> int:
+        """Local. The finest resolution level (the bitmask length)."""
         return self._core.max_level
 
     @property
-    def bitmask(self):
+    def bitmask(self) -> str:
+        """Local. The bitmask, ``V`` followed by one axis digit per level."""
         return self._core.bitmask
 
     @property
-    def bits_per_block(self):
+    def bits_per_block(self) -> int:
+        """Local. A block holds ``2**bits_per_block`` hz addresses."""
         return self._core.bits_per_block
 
     @property
-    def blocks_per_file(self):
+    def blocks_per_file(self) -> int:
+        """Local. Blocks per data file."""
         return self._core.blocks_per_file
 
     @property
-    def block_count(self):
+    def block_count(self) -> int:
+        """Local. Blocks per field and timestep."""
         return self._core.block_count
 
     @property
-    def codecs(self):
-        """Field name to codec spec of new blocks (``"raw"``, ``"zip"``, ...)."""
-        return {name: codec for name, _, codec, _, _ in self._core.fields}
+    def codecs(self) -> dict[str, str]:
+        """Local. Field name to codec spec of new blocks (``"raw"``, ``"zip"``, ...)."""
+        return {f.name: f.codec for f in self._core.fields}
 
     @property
-    def layouts(self):
-        """Field name to layout of new blocks (``"hzorder"`` or ``"rowmajor"``)."""
-        return {name: layout for name, _, _, layout, _ in self._core.fields}
+    def layouts(self) -> dict[str, str]:
+        """Local. Field name to layout of new blocks (``"hzorder"`` or ``"rowmajor"``)."""
+        return {f.name: f.layout for f in self._core.fields}
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "closed" if self._core.closed else "open"
         fields = ", ".join(f"{k}: {v}" for k, v in self.fields.items())
         return (f"<hzio.Dataset {self.path!r} shape={self.shape} fields={{{fields}}} times={self.times} "
@@ -121,7 +141,7 @@ class Dataset:
 
     def _box(self, box):
         if box is None:
-            return self.origin, to_zyx(self._core.dims, self._ndim)
+            return self.origin, to_zyx(self._core.box.hi, self._ndim)
         lo, hi = box
         if len(lo) != self._ndim or len(hi) != self._ndim:
             raise InvalidArgumentError(f"box needs {self._ndim} coordinates per corner ([z, y, x] order), got {box!r}")
@@ -138,14 +158,15 @@ class Dataset:
         return out
 
     # ---------------------------------------------------------------- reads
-    def level_shape(self, level, box=None):
-        """Shape of ``read(box, level)`` without reading."""
+    def level_shape(self, level: int, box: BoxLike | None = None) -> tuple[int, ...]:
+        """Local. Shape of ``read(box, level)`` without reading."""
         lo, hi = self._box(box)
-        _, _, count = self._core.level_grid(to_xfirst(lo, self._ndim, 0), to_xfirst(hi, self._ndim, 1), level)
-        return to_zyx(count, self._ndim)
+        grid = self._core.level_grid(to_xfirst(lo, self._ndim, 0), to_xfirst(hi, self._ndim, 1), level)
+        return to_zyx(grid.count, self._ndim)
 
-    def read(self, box=None, level=None, field=None, time=None, out=None):
-        """Read the samples of levels ``0..level`` inside ``box``.
+    def read(self, box: BoxLike | None = None, *, level: int | None = None, field: str | None = None,
+             time: int | None = None, out: np.ndarray | None = None) -> np.ndarray:
+        """Read the samples of levels ``0..level`` inside ``box`` (Local; Collective on a dataset opened with comm).
 
         Parameters
         ----------
@@ -167,13 +188,16 @@ class Dataset:
         lo, hi = self._box(box)
         level = -1 if level is None else _level(level, self.max_level)
         lo3, hi3 = to_xfirst(lo, self._ndim, 0), to_xfirst(hi, self._ndim, 1)
-        _, _, count = self._core.level_grid(lo3, hi3, level)
-        arr = self._alloc(field, to_zyx(count, self._ndim), out)
-        self.last_read_report = self._core.read_box(lo3, hi3, level, field, time, arr)
+        grid = self._core.level_grid(lo3, hi3, level)
+        arr = self._alloc(field, to_zyx(grid.count, self._ndim), out)
+        self.last_read_report = ReadReport._from_core(self._core.read_box(lo3, hi3, level, field, time, arr))
         return arr
 
-    def __getitem__(self, key):
-        """Full-resolution reads with NumPy's basic indexing (ints, slices with any step, ``...``)."""
+    def __getitem__(self, key: Any) -> np.ndarray:
+        """Full-resolution reads with NumPy's basic indexing (ints, slices with any step, ``...``).
+
+        Local; Collective on a dataset opened with comm.
+        """
         return self._getitem(key, field=None, time=None)
 
     def _getitem(self, key, field, time):
@@ -188,22 +212,28 @@ class Dataset:
             return np.empty(shape, dtype=scalar)
         return select(self.read((lo, hi), field=field, time=time), picks)
 
-    def level(self, level, field=None, time=None):
+    def level(self, level: int, *, field: str | None = None, time: int | None = None) -> LevelView:
         """A view whose ``[...]`` reads the samples of levels ``0..level`` inside a full-resolution box.
 
+        Making the view is Local; its ``[...]`` is Local, and Collective on a dataset opened with comm.
         Only step-1 slices, ints and ``...`` are accepted; an int selects one plane and drops the axis.
         """
         return LevelView(self, _level(level, self.max_level), field, time)
 
-    def field(self, name, time=None):
-        """A view with the same slicing for another field (and optionally another timestep)."""
+    def field(self, name: str, *, time: int | None = None) -> FieldView:
+        """A view with the same slicing for another field (and optionally another timestep).
+
+        Making the view is Local; its ``[...]`` is Local, and Collective on a dataset opened with comm.
+        """
         return FieldView(self, self._field(name), time)
 
-    def progressive(self, box=None, field=None, time=None, levels=None):
-        """Yield ``(level, array)`` coarse to fine; each step reads only blocks no earlier step read.
+    def progressive(self, box: BoxLike | None = None, *, field: str | None = None, time: int | None = None,
+                    levels: Sequence[int] | None = None) -> Iterator[tuple[int, np.ndarray]]:
+        """Local. Yield ``(level, array)`` coarse to fine; each step reads only blocks no earlier step read.
 
         ``levels`` defaults to every ``ndim``-th level ending at ``max_level`` (each step doubles the
-        resolution along every axis).
+        resolution along every axis). After each step, ``last_read_report`` is its
+        :class:`~hzio.ProgressiveReport`.
         """
         field, time = self._field(field), self._time(time)
         lo, hi = self._box(box)
@@ -213,14 +243,14 @@ class Dataset:
                                              field, time, [int(v) for v in levels])
         while not reader.done:
             level = reader.next_level
-            _, _, count = reader.next_grid()
-            arr = self._alloc(field, to_zyx(count, self._ndim), None)
-            self.last_read_report = reader.next(arr)
-            self.last_read_report["level"] = level
+            arr = self._alloc(field, to_zyx(reader.next_grid().count, self._ndim), None)
+            self.last_read_report = ProgressiveReport._from_core(reader.next(arr), level=level)
             yield level, arr
 
-    def query(self, field, lo, hi, time=None, box=None, level=None, mask=False, component=None):
-        """Find the samples whose value lies in ``[lo, hi]``, reading only blocks whose statistics allow it.
+    def query(self, field: str | None, lo: float, hi: float, *, time: int | None = None, box: BoxLike | None = None,
+              level: int | None = None, mask: bool = False,
+              component: int | None = None) -> tuple[np.ndarray, np.ndarray] | np.ndarray:
+        """Local. Find the samples whose value lies in ``[lo, hi]``, reading only blocks whose statistics allow it.
 
         Parameters
         ----------
@@ -240,7 +270,7 @@ class Dataset:
         (coords, values) or numpy.ndarray
             ``coords`` is an ``(n, ndim)`` int64 array of sample coordinates in ``[z, y, x]`` order, in
             C order; ``values`` holds the matching samples (``(n, ncomp)`` for vector fields).
-            ``last_read_report`` tells blocks read and skipped and bytes read.
+            ``last_read_report`` (a :class:`~hzio.QueryReport`) tells blocks read and skipped and bytes read.
 
         Examples
         --------
@@ -257,18 +287,19 @@ class Dataset:
         level = -1 if level is None else _level(level, self.max_level)
         lo3, hi3 = to_xfirst(blo, self._ndim, 0), to_xfirst(bhi, self._ndim, 1)
         r = self._core.query(lo3, hi3, level, field, time, float(lo), float(hi), int(component), bool(mask))
-        self.last_read_report = r["report"]
-        if mask:
-            _, _, count = self._core.level_grid(lo3, hi3, level)
-            return np.frombuffer(r["mask"], dtype=np.uint8).astype(bool).reshape(to_zyx(count, self._ndim))
-        pts = np.frombuffer(r["points"], dtype=np.int64).reshape(-1, 3)[:, : self._ndim][:, ::-1]
-        vals = np.frombuffer(r["values"], dtype=scalar)
+        self.last_read_report = QueryReport._from_core(r.report, blocks_skipped=r.blocks_skipped)
+        if mask:  # a view of the result's 0/1 bytes, no copy
+            count = self._core.level_grid(lo3, hi3, level).count
+            return r.mask.view(bool).reshape(to_zyx(count, self._ndim))
+        pts = r.points[:, : self._ndim][:, ::-1]
+        vals = r.values.view(scalar)
         vals = vals.reshape(-1, comps) if comps > 1 else vals
+        # copies: the answer keeps no reference to the result's other buffers
         return np.ascontiguousarray(pts), vals.copy()
 
     # ---------------------------------------------------------------- blocks
-    def blocks(self, field=None, time=None):
-        """Where every block of a field and timestep is stored, as a NumPy structured array.
+    def blocks(self, field: str | None = None, *, time: int | None = None) -> np.ndarray:
+        """Local. Where every block of a field and timestep is stored, as a NumPy structured array.
 
         Columns: ``block``, ``level``, ``file`` (path), ``present``, ``offset``, ``size`` (payload
         bytes), ``codec`` (flags low nibble: 0 raw, 3 zip, 7 lz4, 8 zfp), ``rowmajor``, ``slot`` (position
@@ -283,30 +314,10 @@ class Dataset:
         >>> b[(b["max"] >= 900) & b["present"]]["block"]          # blocks that may hold values >= 900
         """
         field, time = self._field(field), self._time(time)
-        comps = self._fields[field][2]
-        rows = self._core.block_infos(field, time)
-        width = max([len(r["file"]) for r in rows] + [1])
-        vshape = (comps,) if comps > 1 else ()
-        dt = np.dtype([("block", np.int64), ("level", np.int32), ("file", f"U{width}"), ("present", bool),
-                       ("offset", np.uint64), ("size", np.uint32), ("codec", np.uint8), ("rowmajor", bool),
-                       ("slot", np.int64), ("entry", np.int64), ("stats_known", bool), ("count", np.uint64),
-                       ("min", np.float64, vshape), ("max", np.float64, vshape)])
-        out = np.zeros(len(rows), dtype=dt)
-        bpf = self.blocks_per_file
-        for i, r in enumerate(rows):
-            present = r["offset"] != 0 and r["size"] != 0
-            known = r["stats_known"] and (r["count"] > 0 or not present)
-            mn = r["min"] if known and r["count"] > 0 else [np.nan] * comps
-            mx = r["max"] if known and r["count"] > 0 else [np.nan] * comps
-            flags = r["flags"]
-            out[i] = (r["block"], r["level"], r["file"], present, r["offset"], r["size"],
-                      flags & _core.BLOCK_FLAG_CODEC_MASK, bool(flags & _core.BLOCK_FLAG_ROW_MAJOR), r["entry"] % bpf,
-                      r["entry"], known, r["count"] if known else 0,
-                      mn if comps > 1 else mn[0], mx if comps > 1 else mx[0])
-        return out
+        return block_table(self._core.block_infos(field, time), self._fields[field][2], self.blocks_per_file)
 
-    def verify_block(self, block, field=None, time=None):
-        """Read and decode one block; raises hzio.CorruptError (naming file and block) if it cannot be.
+    def verify_block(self, block: int, *, field: str | None = None, time: int | None = None) -> None:
+        """Local. Read and decode one block; raises hzio.CorruptError (naming file and block) if it cannot be.
 
         A missing block is not an error (it reads as the field's default value).
         """
@@ -314,8 +325,9 @@ class Dataset:
         self._core.verify_block(field, time, int(block))
 
     # ---------------------------------------------------------------- writes
-    def write(self, array, offset=None, field=None, time=None, copy=True):
-        """Write ``array`` (``[z, y, x]`` plus a component axis for vector fields) at ``offset`` (Local).
+    def write(self, array: Any, offset: Sequence[int] | None = None, *, field: str | None = None,
+              time: int | None = None, copy: bool = True) -> None:
+        """Local. Write ``array`` (``[z, y, x]`` plus a component axis for vector fields) at ``offset``.
 
         The dtype must cast safely to the field's; the data is copied before returning and committed
         on :meth:`flush` or :meth:`close`. ``copy`` is accepted for the same call to work on a dataset
@@ -324,18 +336,12 @@ class Dataset:
         """
         self._core.write_box(*self._write_args(array, offset, field, time))
 
-    def _write_args(self, array, offset, field, time):
+    def _write_args(self, array: Any, offset: Sequence[int] | None, field: str | None,
+                    time: int | None) -> tuple[tuple[int, int, int], tuple[int, int, int], str, int, np.ndarray]:
         field, time = self._field(field), self._time(time)
         _, scalar, comps = self._fields[field]
-        array = np.asarray(array)
-        if not np.can_cast(array.dtype, scalar, casting="safe"):
-            raise InvalidArgumentError(f"cannot write {array.dtype} data to field {field!r} of dtype {scalar} "
-                                       "without losing values; convert it explicitly")
+        array = check_samples(array, field, scalar, comps, self._ndim)
         spatial = array.shape[:-1] if comps > 1 else array.shape
-        if array.ndim != self._ndim + (comps > 1) or (comps > 1 and array.shape[-1] != comps):
-            extra = f" plus a last axis of {comps}" if comps > 1 else ""
-            raise InvalidArgumentError(f"field {field!r} needs an array of {self._ndim} axes{extra}, got shape "
-                                       f"{array.shape}")
         offset = (0,) * self._ndim if offset is None else tuple(int(v) for v in offset)
         if len(offset) != self._ndim:
             raise InvalidArgumentError(f"offset needs {self._ndim} values ([z, y, x] order), got {offset}")
@@ -343,8 +349,8 @@ class Dataset:
         data = np.ascontiguousarray(array, dtype=scalar)
         return to_xfirst(offset, self._ndim, 0), to_xfirst(hi, self._ndim, 1), field, time, data
 
-    def __setitem__(self, key, value):
-        """``ds[z0:z1, y0:y1, x0:x1] = array`` for step-1 slices (ints keep NumPy's axis dropping)."""
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """Local. ``ds[z0:z1, y0:y1, x0:x1] = array`` for step-1 slices (ints keep NumPy's axis dropping)."""
         lo, hi, dropped = box_of_slices(key, self.shape, "assignment")
         field = self._field(None)
         comps = self._fields[field][2]
@@ -361,28 +367,30 @@ class Dataset:
         value = np.broadcast_to(value, target).reshape(shape + ((comps,) if comps > 1 else ()))
         self.write(value, offset=lo, field=field)
 
-    def flush(self):
-        """Commit every write so far: data files made durable first, then the .idx replaced atomically.
+    def flush(self) -> WriteReport:
+        """Local. Commit every write so far: data files made durable first, then the .idx replaced atomically.
 
-        Returns the write report (also kept as ``last_write_report``): seconds per phase (``max`` and
-        ``mean`` over ranks), bytes, and per-level blocks, bytes and times.
+        Returns the :class:`~hzio.WriteReport` (also kept as ``last_write_report``): seconds per phase
+        (``max`` and ``mean`` over ranks), bytes, and per-level blocks, bytes and times.
         """
-        self.last_write_report = json.loads(self._core.flush())
+        self.last_write_report = WriteReport._from_core(self._core.flush())
         return self.last_write_report
 
-    def close(self):
-        """Commit and close. Further use raises hzio.InvalidArgumentError.
+    def close(self) -> None:
+        """Local. Commit and close. Further use raises hzio.InvalidArgumentError.
 
         If the commit fails, the writes since the last commit are dropped and the dataset is closed all
         the same; a dataset created by this object that never committed is removed again.
         """
         if not self._core.closed:
-            self.last_write_report = json.loads(self._core.close())
+            self.last_write_report = WriteReport._from_core(self._core.close())
 
-    def __enter__(self):
+    def __enter__(self: _D) -> _D:
+        """Local. The dataset itself."""
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
+        """Local: close on normal exit; on an exception drop the uncommitted writes (no commit)."""
         if exc_type is None:
             self.close()
         elif not self._core.closed:

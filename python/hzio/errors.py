@@ -13,6 +13,8 @@ Examples
 NotFoundError
 """
 
+from __future__ import annotations
+
 
 class Error(Exception):
     """Base class of every hzio error."""
@@ -57,6 +59,6 @@ _BY_CODE = {
 }
 
 
-def error_class(code):
-    """Return the exception class for a C++ ``hzio::ErrorCode`` value (used by the bindings)."""
+def error_class(code: int) -> type[Error]:
+    """Local. Return the exception class for a C++ ``hzio::ErrorCode`` value (used by the bindings)."""
     return _BY_CODE.get(code, Error)

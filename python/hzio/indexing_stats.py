@@ -8,25 +8,33 @@ Examples
 --------
 >>> import hzio
 >>> hzio.index("/data/run42.idx")                       # doctest: +SKIP
-{'files': 4, 'blocks': 2048, 'seconds': 1.9}
+IndexReport(files=4, blocks=2048, seconds=1.9)
 """
 
+from __future__ import annotations
+
+import os
 import time as _time
+from typing import Any
 
 from . import _core
+from ._records import IndexReport
 
 
-def index(path, sub_block_bits=None, comm=None, threads=0):
+def index(path: str | os.PathLike, *, sub_block_bits: int | None = None, comm: Any = None,
+          threads: int = 0) -> IndexReport:
     """Compute and store the statistics of every block of every field and timestep.
+
+    Local without ``comm``; Collective with it (an mpi4py communicator: every rank must call it, and
+    the data files are shared round robin over the ranks).
 
     ``sub_block_bits``: also keep the statistics of ``2**N`` equal parts of each block; ``None`` (the
     default) keeps the sub-block bits hzio's writers use for this dataset (its ``.idx`` key), or, for datasets
     written elsewhere, parts of 4096 samples as :func:`hzio.create` picks (``bits_per_block - 12``, at
-    least 0); 0 keeps whole blocks only. Local without ``comm``; Collective with it (every rank must
-    call it). Returns a dict with the numbers of data files and blocks indexed (summed over ranks), the
-    sub-block bits used and the seconds taken.
+    least 0); 0 keeps whole blocks only. ``threads``: worker threads (0: one per hardware thread).
+    Returns an :class:`~hzio.IndexReport` (also a mapping): the numbers of data files and blocks
+    indexed (summed over ranks) and the seconds taken.
     """
-    import os
     if sub_block_bits is not None and int(sub_block_bits) < 0:
         from .errors import InvalidArgumentError
         raise InvalidArgumentError(f"sub_block_bits must be None or non-negative, got {sub_block_bits}")
@@ -51,10 +59,10 @@ def index(path, sub_block_bits=None, comm=None, threads=0):
     if comm is not None:
         errors = comm.allgather(None if error is None else f"{type(error).__name__}: {error}")
         files, blocks = comm.allreduce(files), comm.allreduce(blocks)
-        first = next((e for e in errors if e), None)
-        if first and error is None:
+        other = next((e for e in errors if e), None)
+        if other and error is None:
             from .errors import Error
-            raise Error(f"indexing failed on another rank: {first}")
+            raise Error(f"indexing failed on another rank: {other}")
     if error is not None:
         raise error
-    return {"files": files, "blocks": blocks, "seconds": round(_time.perf_counter() - t0, 3)}
+    return IndexReport(files=files, blocks=blocks, seconds=round(_time.perf_counter() - t0, 3))

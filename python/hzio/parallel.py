@@ -1,8 +1,9 @@
-"""Collective writes from MPI programs: :class:`ParallelDataset`, returned by ``hzio.create(..., comm=...)``.
+"""Collective I/O from MPI programs: :class:`ParallelDataset`, returned by ``hzio.create(..., comm=...)`` and
+``hzio.open(..., comm=...)``.
 
-Every rank writes its own boxes (Local, copied at once); :meth:`ParallelDataset.flush` and
-:meth:`ParallelDataset.close` are Collective: all ranks of the communicator must call them. The files
-are byte-identical to a one-process write of the same data.
+Every rank writes its own boxes (Local, copied at once); :meth:`ParallelDataset.flush`,
+:meth:`ParallelDataset.close` and reads (``read``, slicing) are Collective: all ranks of the
+communicator must call them. The files are byte-identical to a one-process write of the same data.
 
 Examples
 --------
@@ -17,12 +18,15 @@ Run with ``mpiexec -n 4 python script.py``::
         report = ds.flush()   # collective; also ds.last_write_report
 """
 
-import json
+from __future__ import annotations
+
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
 from . import _core
-from ._types import to_xfirst, to_zyx
+from ._records import ReadReport, WriteReport
+from ._types import BoxLike, to_xfirst, to_zyx
 from .dataset import Dataset, _level
 from .errors import UnsupportedError
 
@@ -40,18 +44,33 @@ def _require_mpi():
 
 
 class ParallelDataset(Dataset):
-    """A dataset written collectively over an mpi4py communicator.
+    """A dataset opened or created over an mpi4py communicator (``hzio.create``/``hzio.open`` with ``comm=``).
 
-    Reads (``read``, slicing, ``progressive``) are Local and see committed data.
+    **Collective** (every rank of ``comm`` must make the call, in the same order): ``hzio.create`` and
+    ``hzio.open`` with ``comm``, :meth:`read`, slicing ``ds[...]``, ``ds.level(h)[...]``,
+    ``ds.field(f)[...]`` (and ``ds.field(f).level(h)[...]``), :meth:`flush` and :meth:`close` (also
+    on leaving a ``with`` block normally). A rank with nothing to read still joins a collective read
+    (``box=()``, or an empty slice); a rank whose arguments are wrong joins it too, and every rank
+    raises the same error.
+
+    **Local** (this rank only): :meth:`write` and ``ds[...] = value`` (staging), :meth:`progressive`,
+    :meth:`query`, :meth:`blocks`, :meth:`verify_block`, :meth:`level_shape`, making the views
+    ``ds.level(h)`` and ``ds.field(f)``, the metadata properties, ``last_read_report`` and
+    ``last_write_report``, and leaving a ``with`` block by an exception (nothing is committed). The
+    Local reads see the committed data.
     """
 
-    def __init__(self, pcore, comm):
+    #: The mpi4py communicator the dataset was opened over.
+    comm: Any
+
+    def __init__(self, pcore: _core.ParallelDataset, comm: Any) -> None:
         super().__init__(pcore.dataset)
         self._pcore = pcore
         self.comm = comm
-        self._borrowed = []  # arrays staged with copy=False, kept alive until the next flush
+        self._borrowed: list[np.ndarray] = []  # arrays staged with copy=False, kept alive until the next flush
 
-    def read(self, box=None, level=None, field=None, time=None, out=None, method="auto"):
+    def read(self, box: BoxLike | tuple[()] | None = None, *, level: int | None = None, field: str | None = None,
+             time: int | None = None, out: np.ndarray | None = None, method: str = "auto") -> np.ndarray:
         """Collective: every rank reads its own box (``box=()`` asks for nothing and returns an empty array).
 
         ``method`` is ``"auto"``, ``"independent"`` (each rank reads its blocks) or ``"two-phase"`` (each
@@ -72,7 +91,7 @@ class ParallelDataset(Dataset):
                 lo, hi = self._box(box)
                 level = -1 if level is None else _level(level, self.max_level)
                 lo3, hi3 = to_xfirst(lo, self._ndim, 0), to_xfirst(hi, self._ndim, 1)
-                _, _, count = self._core.level_grid(lo3, hi3, level)
+                count = self._core.level_grid(lo3, hi3, level).count
                 arr = self._alloc(field, to_zyx(count, self._ndim), out)
         except Exception as e:
             # The other ranks are in the collective read: join it with this rank's error, then raise.
@@ -81,7 +100,7 @@ class ParallelDataset(Dataset):
             except Exception:
                 pass
             raise
-        self.last_read_report = self._pcore.read_box(lo3, hi3, level, field, time, arr, method)
+        self.last_read_report = ReadReport._from_core(self._pcore.read_box(lo3, hi3, level, field, time, arr, method))
         return arr
 
     def _getitem(self, key, field, time):
@@ -101,8 +120,9 @@ class ParallelDataset(Dataset):
         shape = tuple(len(p) for p in picks if not isinstance(p, int)) + ((comps,) if comps > 1 else ())
         return np.empty(shape, dtype=scalar)
 
-    def write(self, array, offset=None, field=None, time=None, copy=True):
-        """Stage this rank's box (Local); boxes of different ranks must not overlap. Nothing reaches the
+    def write(self, array: Any, offset: Sequence[int] | None = None, *, field: str | None = None,
+              time: int | None = None, copy: bool = True) -> None:
+        """Local. Stage this rank's box; boxes of different ranks must not overlap. Nothing reaches the
         disk before :meth:`flush`.
 
         ``copy=True`` copies the array before returning, so it may be changed at once. ``copy=False``
@@ -116,28 +136,30 @@ class ParallelDataset(Dataset):
         if not copy:
             self._borrowed.append(args[-1])
 
-    def flush(self):
+    def flush(self) -> WriteReport:
         """Collective. Restructure, HZ-order, aggregate and write every staged box, then commit.
 
-        Returns the write report as a dict (``ranks``, ``aggregators``, ``rounds``, ``placement``,
-        ``bytes``, ``file_bytes``, ``files``, per-phase seconds under ``max`` and ``mean``, ``levels``).
+        Returns the :class:`~hzio.WriteReport`, the same on every rank (``ranks``, ``aggregators``,
+        ``rounds``, ``placement``, ``bytes``, ``file_bytes``, ``files``, per-phase seconds under ``max``
+        and ``mean``, ``levels``); also kept as ``last_write_report``.
         """
         try:
-            self.last_write_report = json.loads(self._pcore.flush())
+            self.last_write_report = WriteReport._from_core(self._pcore.flush())
         finally:
             self._borrowed.clear()
         return self.last_write_report
 
-    def close(self):
-        """Collective. Flush and close."""
+    def close(self) -> None:
+        """Collective. Flush and close; ``last_write_report`` is the report of that last commit."""
         if not self._core.closed:
             try:
-                self._pcore.close()
+                report = self._pcore.close()
             finally:
                 self._borrowed.clear()
-            self.last_write_report = json.loads(self._pcore.last_write_report)
+            self.last_write_report = WriteReport._from_core(report)
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
+        """Collective on normal exit (:meth:`close`); Local on an exception (nothing is committed)."""
         if exc_type is None:
             self.close()
         # On an exception nothing collective runs (the other ranks may not be here); staged writes are
@@ -146,9 +168,11 @@ class ParallelDataset(Dataset):
         return False
 
 
-def create_parallel(comm, path, shape, fields, bitmask, bits_per_block, blocks_per_file, times, overwrite, durable,
-                    threads, placement, aggregator_count, aggregator_bytes, sub_block_bits=0):
-    """Collective form of :func:`hzio.create` (see there)."""
+def create_parallel(comm: Any, path: str, shape: tuple[int, ...], fields: list[tuple], bitmask: str,
+                    bits_per_block: int, blocks_per_file: int, times: list[int], overwrite: bool, durable: bool,
+                    threads: int, placement: str, aggregator_count: int, aggregator_bytes: int,
+                    sub_block_bits: int = 0) -> ParallelDataset:
+    """Collective. The form of :func:`hzio.create` with ``comm`` (see there)."""
     _require_mpi()
     pcore = _core.ParallelDataset.create(_fortran_handle(comm), path, list(reversed(shape)), fields, bitmask,
                                          bits_per_block, blocks_per_file, times, overwrite, placement,
@@ -156,8 +180,9 @@ def create_parallel(comm, path, shape, fields, bitmask, bits_per_block, blocks_p
     return ParallelDataset(pcore, comm)
 
 
-def open_parallel(comm, path, writable, durable, threads, placement, aggregator_count, aggregator_bytes):
-    """Collective form of :func:`hzio.open` (reads are Collective; writes too with ``mode="r+"``)."""
+def open_parallel(comm: Any, path: str, writable: bool, durable: bool, threads: int, placement: str,
+                  aggregator_count: int, aggregator_bytes: int) -> ParallelDataset:
+    """Collective. The form of :func:`hzio.open` with ``comm`` (reads are Collective; writes too with ``mode="r+"``)."""
     _require_mpi()
     pcore = _core.ParallelDataset.open(_fortran_handle(comm), path, placement, aggregator_count, aggregator_bytes,
                                        durable, threads, writable)

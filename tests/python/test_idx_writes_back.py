@@ -26,7 +26,7 @@ INSERTS = ["(", ")", "[", "]", "{", "}", "+", "#", " ", "min(", "max(", "x)", "(
 def metadata(ds):
     return {"shape": ds.shape, "origin": ds.origin, "fields": ds.fields, "codecs": ds.codecs, "layouts": ds.layouts,
             "bitmask": ds.bitmask, "bits_per_block": ds.bits_per_block, "blocks_per_file": ds.blocks_per_file,
-            "times": ds.times, "defaults": [f[4] for f in ds._core.fields]}
+            "times": ds.times, "defaults": [f.default_value for f in ds._core.fields]}
 
 
 def mutate(text, rng):

@@ -1,0 +1,136 @@
+"""The records hzio returns: read reports, write reports and index reports.
+
+Each is a frozen dataclass that also reads as a mapping of its field names to their values
+(``rep.blocks_read == rep["blocks_read"]``, ``dict(rep)``, ``rep.keys()``), so code written for the
+dicts of earlier versions keeps working. Nested records (``WriteReport.max``, ``WriteReport.levels``)
+are mappings too. ``dataclasses.asdict(rep)`` gives plain dicts, ready for ``json.dumps``.
+
+Examples
+--------
+>>> import hzio
+>>> rep = hzio.ReadReport(files_opened=1, blocks_read=2, blocks_missing=0, bytes_read=4136, min_bytes=4096,
+...                       method="independent", assembly="blocks")
+>>> rep.blocks_read, rep["blocks_read"], sorted(rep)[:2]
+(2, 2, ['assembly', 'blocks_missing'])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, ClassVar, Iterator
+
+
+class _Record(Mapping):
+    """A frozen dataclass that reads as a mapping of its field names to their values (Local).
+
+    Subclasses are declared ``@dataclass(frozen=True, eq=False)``: equality is the mapping's, so a record
+    equals a dict of the same items.
+    """
+
+    __slots__ = ()
+    __dataclass_fields__: ClassVar[dict[str, Any]]  # set on each subclass by @dataclass
+
+    def __getitem__(self, key: str) -> Any:
+        if isinstance(key, str) and key in self.__dataclass_fields__:
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.__dataclass_fields__)
+
+    def __len__(self) -> int:
+        return len(self.__dataclass_fields__)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.values()))
+
+    @classmethod
+    def _from_core(cls, core: Any, **extra: Any):
+        """The record of an ``hzio._core`` record with the same attributes, plus ``extra`` fields."""
+        names = [n for n in cls.__dataclass_fields__ if n not in extra]
+        return cls(**{n: getattr(core, n) for n in names}, **extra)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ReadReport(_Record):
+    """What a read touched and the least it could have (``ds.last_read_report`` after ``read`` or slicing)."""
+
+    files_opened: int
+    blocks_read: int  #: blocks whose payload was read from disk
+    blocks_missing: int  #: needed blocks absent from the dataset (read as the field's default value)
+    bytes_read: int  #: payload and header bytes read from disk
+    min_bytes: int  #: stored payload bytes of the blocks the read needed
+    method: str  #: ``"independent"`` or ``"two-phase"``
+    assembly: str  #: ``"blocks"`` (each block placed in turn) or ``"windows"``
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class QueryReport(ReadReport):
+    """The read report of a query (``ds.last_read_report`` after ``query``), plus the blocks it skipped."""
+
+    blocks_skipped: int  #: candidate blocks ruled out by their statistics, unread
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ProgressiveReport(ReadReport):
+    """The read report of one step of ``progressive`` (``ds.last_read_report``), plus the step's level."""
+
+    level: int
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PhaseTimes(_Record):
+    """Seconds spent in each phase of a write; for collective writes the max or the mean over ranks."""
+
+    restructure: float
+    hz: float
+    aggregate: float
+    compress: float
+    stats: float
+    write: float
+    commit: float
+    total: float
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class LevelTimes(_Record):
+    """One level of a write: blocks, stored bytes, and seconds of HZ ordering and writing (max, mean)."""
+
+    level: int
+    blocks: int
+    bytes: int
+    hz_max: float
+    hz_mean: float
+    write_max: float
+    write_mean: float
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class WriteReport(_Record):
+    """What a commit did (``flush()``, ``last_write_report``); see docs/guide/parallel-io.md "The write report"."""
+
+    ranks: int
+    aggregators: int
+    rounds: int
+    placement: str  #: ``"localized"``, ``"uniform"`` or ``"serial"``
+    bytes: int  #: sample bytes handed to ``write`` by all ranks
+    file_bytes: int  #: payload bytes stored in data files
+    files: int  #: data files written
+    max: PhaseTimes
+    mean: PhaseTimes
+    levels: tuple[LevelTimes, ...]
+
+    @classmethod
+    def _from_core(cls, core: Any, **extra: Any) -> WriteReport:
+        return super()._from_core(core, max=PhaseTimes._from_core(core.max), mean=PhaseTimes._from_core(core.mean),
+                                  levels=tuple(LevelTimes._from_core(lv) for lv in core.levels))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class IndexReport(_Record):
+    """What :func:`hzio.index` did: data files and blocks indexed (summed over ranks), and seconds."""
+
+    files: int
+    blocks: int
+    seconds: float
