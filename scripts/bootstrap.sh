@@ -35,7 +35,7 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" numpy pytest pillow mpi4py
 if [ "$what" = test ]; then
-  .venv/bin/python -m pip install -q OpenVisusNoGui ruff
+  .venv/bin/python -m pip install -q OpenVisusNoGui ruff mypy
 fi
 
 echo "== building and installing hzio (C++ core, tests, Python extension)"
@@ -49,10 +49,11 @@ case "$what" in
     mpiexec -n 4 --oversubscribe .venv/bin/python examples/demo_mpi.py
     ;;
   test)
-    echo "== style: clang-format (.clang-format) and ruff (pyproject.toml)"
+    echo "== style: clang-format (.clang-format) and ruff (pyproject.toml); types: mypy on the installed package"
     find src include python/bindings tests fuzz bench examples \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' -o -name '*.c' \) \
       -print0 | xargs -0 clang-format --dry-run --Werror
     .venv/bin/ruff check python tests bench examples
+    .venv/bin/python -m mypy --cache-dir build/mypy_cache -p hzio
     echo "== C++ and C tests (ctest)"
     ctest --test-dir "$build_dir" -j2 --output-on-failure --timeout 300
     echo "== Python tests (pytest)"

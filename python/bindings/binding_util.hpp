@@ -1,5 +1,5 @@
 // Shared by the binding files: hzio Status -> Python exception (hzio.errors classes), x-first triples,
-// and bind_records (binding_records.cpp), which binds the value records hzio._core returns.
+// and bind_results (binding_results.cpp), which binds the result types hzio._core returns.
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -34,6 +34,6 @@ inline Box box(const Triple& lo, const Triple& hi) { return Box{point(lo), point
 
 // Binds Box, SampleGrid, FieldSpec, BlockInfo, ReadReport, PhaseTimes, LevelTimes, WriteReport and
 // QueryResult as classes with read-only properties and a readable __repr__.
-void bind_records(nanobind::module_& m);
+void bind_results(nanobind::module_& m);
 
 }  // namespace hzio::bindings

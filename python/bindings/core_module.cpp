@@ -1,5 +1,5 @@
 // nanobind glue for hzio._core: the C++ Dataset and ProgressiveRead with x-first tuples, raw buffers
-// and the records of binding_records.cpp. The Python package (python/hzio) adds NumPy ergonomics; errors
+// and the result types of binding_results.cpp. The Python package (python/hzio) adds NumPy ergonomics; errors
 // become hzio.Error subclasses.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -84,7 +84,7 @@ NB_MODULE(_core, m) {
       PyErr_SetObject(cls.ptr(), nb::str(e.status.message().c_str()).ptr());
     }
   });
-  hzio::bindings::bind_records(m);
+  hzio::bindings::bind_results(m);
 
   nb::class_<Dataset>(m, "Dataset")
       .def_static("create", &create, nb::arg("path"), nb::arg("dims"), nb::arg("fields"), nb::arg("bitmask"),

@@ -17,7 +17,7 @@ import os
 from typing import Any, Iterable, Sequence
 
 from . import _core
-from ._records import IndexReport, LevelTimes, PhaseTimes, ProgressiveReport, QueryReport, ReadReport, WriteReport
+from ._results import IndexReport, LevelTimes, PhaseTimes, ProgressiveReport, QueryReport, ReadReport, WriteReport
 from ._types import FieldsLike, parse_dtype
 from .dataset import Dataset
 from .errors import (

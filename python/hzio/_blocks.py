@@ -1,4 +1,4 @@
-"""The table :meth:`hzio.Dataset.blocks` returns: one row per block, from the ``BlockInfo`` records of
+"""The table :meth:`hzio.Dataset.blocks` returns: one row per block, from the ``BlockInfo`` results of
 ``hzio._core``, as a NumPy structured array."""
 
 from __future__ import annotations

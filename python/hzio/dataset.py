@@ -13,7 +13,7 @@ import numpy as np
 from . import _core
 from ._blocks import block_table
 from ._indexing import box_of_slices, plan, select
-from ._records import ProgressiveReport, QueryReport, ReadReport, WriteReport
+from ._results import ProgressiveReport, QueryReport, ReadReport, WriteReport
 from ._types import BoxLike, check_samples, empty_for_read, parse_dtype, to_xfirst, to_zyx
 from ._views import FieldView, LevelView
 from ._views import check_level as _level

@@ -18,7 +18,7 @@ import time as _time
 from typing import Any
 
 from . import _core
-from ._records import IndexReport
+from ._results import IndexReport
 
 
 def index(path: str | os.PathLike, *, sub_block_bits: int | None = None, comm: Any = None,

@@ -25,7 +25,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from . import _core
-from ._records import ReadReport, WriteReport
+from ._results import ReadReport, WriteReport
 from ._types import BoxLike, to_xfirst, to_zyx
 from .dataset import Dataset, _level
 from .errors import UnsupportedError

@@ -1,6 +1,6 @@
-"""The records of the collective calls, seen from every rank; rank 0 prints one JSON line.
+"""The result types of the collective calls, seen from every rank; rank 0 prints one JSON line.
 
-Run as ``mpiexec -n N python records_collective.py '{"out": DIR}'``. Every rank writes a z slab of
+Run as ``mpiexec -n N python results_collective.py '{"out": DIR}'``. Every rank writes a z slab of
 ``arange`` (2 per rank) of a float32 dataset with ``hzio.create(..., comm=)``, flushes, writes again,
 closes, then opens it with ``comm`` and reads its own slab. For each call it records the type names of
 what ``hzio._core.ParallelDataset`` returned and of the public report, and the report as a dict.
@@ -25,7 +25,7 @@ def run(comm, out):
     shape = (2 * ranks, 8, 16)
     data = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
     slab = (slice(2 * rank, 2 * rank + 2),)
-    path = os.path.join(out, "records.idx")
+    path = os.path.join(out, "results.idx")
     seen = {}
     with hzio.create(path, shape=shape, fields={"t": "float32"}, comm=comm, overwrite=True, bits_per_block=6,
                      blocks_per_file=4) as ds:

@@ -1,10 +1,10 @@
-"""Named records: what reads, queries, progressive reads, commits and ``hzio.index`` return, and what the
+"""Named result types: what reads, queries, progressive reads, commits and ``hzio.index`` return, and what the
 binding ``hzio._core`` returns underneath; type hints and keyword-only options of the public API.
 
 The dataset: ``(16, 32, 32)`` float32 ``arange`` in field ``t`` (raw, 1024 samples per block: 16 blocks of
 4096 bytes, 4 per data file) and a never-written vector field ``v``. Expectations come from that layout
-and from NumPy, not from hzio's own reports. The collective records run under ``mpiexec`` at 1 and 3
-ranks (``mpi_scripts/records_collective.py``).
+and from NumPy, not from hzio's own reports. The collective results run under ``mpiexec`` at 1 and 3
+ranks (``mpi_scripts/results_collective.py``).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def written(tmp_path):
 
 
 def check_mapping(rep, keys, types):
-    """``rep`` is a frozen record whose mapping view has exactly ``keys``, each equal to the attribute."""
+    """``rep`` is a frozen result whose mapping view has exactly ``keys``, each equal to the attribute."""
     assert isinstance(rep, Mapping) and dataclasses.is_dataclass(rep)
     assert tuple(dict(rep)) == keys and tuple(rep.keys()) == keys and len(rep) == len(keys)
     for k in keys:
@@ -84,7 +84,7 @@ def test_write_report_of_flush_and_close(written):
     for lv in rep.levels:
         assert type(lv) is hzio.LevelTimes and lv.bytes == lv.blocks * BLOCK_BYTES
         check_mapping(lv, LEVEL_KEYS, {"level": int, "blocks": int, "bytes": int, "hz_max": float})
-    plain = json.loads(json.dumps(dataclasses.asdict(rep)))  # JSON through asdict, nested records as dicts
+    plain = json.loads(json.dumps(dataclasses.asdict(rep)))  # JSON through asdict, nested results as dicts
     assert plain["max"] == dict(rep.max) and plain["levels"][0] == dict(rep.levels[0])
     ds.write(DATA[:1] + 1, field="t")
     ds.close()
@@ -134,7 +134,7 @@ def test_query_and_progressive_reports_add_their_key(written):
         assert steps == [1, 1 + 2, 4 + 8]  # each step reads the blocks of its new levels only
 
 
-def test_index_returns_a_record_and_takes_options_by_keyword(written):
+def test_index_returns_a_result_and_takes_options_by_keyword(written):
     path, ds = written
     ds.close()
     rep = hzio.index(path, sub_block_bits=0)
@@ -147,7 +147,7 @@ def test_index_returns_a_record_and_takes_options_by_keyword(written):
 
 # ------------------------------------------------------------------------------------------ hzio._core
 
-RECORD_RETURNS = {  # function -> the _core record (or list of records) it returns
+RESULT_RETURNS = {  # function -> the _core result type (or list of them) it returns
     (_core.Dataset, "box"): "Box", (_core.Dataset, "fields"): "list[hzio._core.FieldSpec]",
     (_core.Dataset, "level_grid"): "SampleGrid", (_core.Dataset, "read_box"): "ReadReport",
     (_core.Dataset, "block_infos"): "list[hzio._core.BlockInfo]", (_core.Dataset, "query"): "QueryResult",
@@ -155,22 +155,22 @@ RECORD_RETURNS = {  # function -> the _core record (or list of records) it retur
     (_core.ProgressiveRead, "next_grid"): "SampleGrid", (_core.ProgressiveRead, "next"): "ReadReport",
 }
 if _core.with_mpi:
-    RECORD_RETURNS.update({(_core.ParallelDataset, "read_box"): "ReadReport",
+    RESULT_RETURNS.update({(_core.ParallelDataset, "read_box"): "ReadReport",
                            (_core.ParallelDataset, "flush"): "WriteReport",
                            (_core.ParallelDataset, "close"): "WriteReport",
                            (_core.ParallelDataset, "last_write_report"): "WriteReport"})
 
 
-@pytest.mark.parametrize("cls, name", list(RECORD_RETURNS), ids=lambda v: getattr(v, "__name__", v))
-def test_core_signatures_return_named_records(cls, name):
+@pytest.mark.parametrize("cls, name", list(RESULT_RETURNS), ids=lambda v: getattr(v, "__name__", v))
+def test_core_signatures_return_named_results(cls, name):
     attr = inspect.getattr_static(cls, name)
     func = attr.fget if isinstance(attr, property) else getattr(cls, name)
     returns = func.__nb_signature__[0][0].rsplit(" -> ", 1)[1]
-    want = RECORD_RETURNS[(cls, name)]
+    want = RESULT_RETURNS[(cls, name)]
     assert returns == (want if want.startswith("list[") else f"hzio._core.{want}")
 
 
-def test_core_returns_records_not_dicts_tuples_or_text(written):
+def test_core_returns_result_types_not_dicts_tuples_or_text(written):
     path, ds = written
     core = ds._core
     lo, hi = (0, 0, 0), (32, 32, 16)
@@ -278,10 +278,10 @@ def test_the_package_ships_its_type_information():
 # ------------------------------------------------------------------------------------------ collective
 
 @pytest.mark.parametrize("nprocs", [1, 3])
-def test_collective_calls_return_records_on_every_rank(tmp_path, nprocs):
+def test_collective_calls_return_result_types_on_every_rank(tmp_path, nprocs):
     import mpi_launch
     mpi_launch.skip_module_without_mpi()
-    result, describe = mpi_launch.run_json(nprocs, "records_collective", {"out": str(tmp_path)}, timeout=240)
+    result, describe = mpi_launch.run_json(nprocs, "results_collective", {"out": str(tmp_path)}, timeout=240)
     assert result is not None, describe
     seen = result["seen"]
     assert len(seen) == nprocs
@@ -289,8 +289,8 @@ def test_collective_calls_return_records_on_every_rank(tmp_path, nprocs):
     for rank in seen:
         assert rank["core_flush"] == rank["core_last_write_report"] == ["hzio._core", "WriteReport"]
         assert rank["core_read_box"] == ["hzio._core", "ReadReport"] and rank["core_read_equal"]
-        assert rank["flush"] == rank["close_report"] == ["hzio._records", "WriteReport"]
-        assert rank["read"] == ["hzio._records", "ReadReport"] and rank["read_equal"]
+        assert rank["flush"] == rank["close_report"] == ["hzio._results", "WriteReport"]
+        assert rank["read"] == ["hzio._results", "ReadReport"] and rank["read_equal"]
         assert rank["flush_is_last"] and rank["flush_attr_equals_item"]
         assert rank["flush_report"] == seen[0]["flush_report"] or _without_times(rank) == _without_times(seen[0])
         rep = rank["flush_report"]

@@ -1,4 +1,4 @@
-// The value records hzio._core returns, bound as classes with read-only properties and a readable
+// The result types hzio._core returns, bound as classes with read-only properties and a readable
 // __repr__: boxes, sample grids, field descriptions, block infos, read and write reports, query results.
 // Points are x-first tuples; query results hand their buffers to NumPy without copying.
 #include <nanobind/nanobind.h>
@@ -31,7 +31,7 @@ void def_repr(nb::class_<T>& c, const char* name, std::vector<const char*> names
   });
 }
 
-// NumPy views of a query result's buffers, owned by the record they are read from
+// NumPy views of a query result's buffers, owned by the result they are read from
 // (rv_policy::reference_internal). An empty buffer may have no address, so it gets a dummy one.
 using PointsArray = nb::ndarray<nb::numpy, int64_t, nb::shape<-1, 3>, nb::c_contig>;
 using BytesArray = nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>, nb::c_contig>;
@@ -167,7 +167,7 @@ void bind_reports(nb::module_& m) {
 
 }  // namespace
 
-void bind_records(nb::module_& m) {
+void bind_results(nb::module_& m) {
   bind_geometry(m);
   bind_reports(m);
 }

@@ -1,8 +1,8 @@
-"""The records hzio returns: read reports, write reports and index reports.
+"""The result types hzio returns: read reports, write reports and index reports.
 
 Each is a frozen dataclass that also reads as a mapping of its field names to their values
 (``rep.blocks_read == rep["blocks_read"]``, ``dict(rep)``, ``rep.keys()``), so code written for the
-dicts of earlier versions keeps working. Nested records (``WriteReport.max``, ``WriteReport.levels``)
+dicts of earlier versions keeps working. Nested results (``WriteReport.max``, ``WriteReport.levels``)
 are mappings too. ``dataclasses.asdict(rep)`` gives plain dicts, ready for ``json.dumps``.
 
 Examples
@@ -21,10 +21,10 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Iterator
 
 
-class _Record(Mapping):
+class _Result(Mapping):
     """A frozen dataclass that reads as a mapping of its field names to their values (Local).
 
-    Subclasses are declared ``@dataclass(frozen=True, eq=False)``: equality is the mapping's, so a record
+    Subclasses are declared ``@dataclass(frozen=True, eq=False)``: equality is the mapping's, so a result
     equals a dict of the same items.
     """
 
@@ -47,13 +47,13 @@ class _Record(Mapping):
 
     @classmethod
     def _from_core(cls, core: Any, **extra: Any):
-        """The record of an ``hzio._core`` record with the same attributes, plus ``extra`` fields."""
+        """The result of an ``hzio._core`` result with the same attributes, plus ``extra`` fields."""
         names = [n for n in cls.__dataclass_fields__ if n not in extra]
         return cls(**{n: getattr(core, n) for n in names}, **extra)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class ReadReport(_Record):
+class ReadReport(_Result):
     """What a read touched and the least it could have (``ds.last_read_report`` after ``read`` or slicing)."""
 
     files_opened: int
@@ -80,7 +80,7 @@ class ProgressiveReport(ReadReport):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class PhaseTimes(_Record):
+class PhaseTimes(_Result):
     """Seconds spent in each phase of a write; for collective writes the max or the mean over ranks."""
 
     restructure: float
@@ -94,7 +94,7 @@ class PhaseTimes(_Record):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class LevelTimes(_Record):
+class LevelTimes(_Result):
     """One level of a write: blocks, stored bytes, and seconds of HZ ordering and writing (max, mean)."""
 
     level: int
@@ -107,7 +107,7 @@ class LevelTimes(_Record):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class WriteReport(_Record):
+class WriteReport(_Result):
     """What a commit did (``flush()``, ``last_write_report``); see docs/guide/parallel-io.md "The write report"."""
 
     ranks: int
@@ -128,7 +128,7 @@ class WriteReport(_Record):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class IndexReport(_Record):
+class IndexReport(_Result):
     """What :func:`hzio.index` did: data files and blocks indexed (summed over ranks), and seconds."""
 
     files: int
