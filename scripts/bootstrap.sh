@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Sets up everything hzio needs on a fresh Debian 12 machine, then runs the demo or every test.
 #   scripts/bootstrap.sh demo   system packages, .venv/ with hzio (CLI at .venv/bin/hzio), then the demo
-#   scripts/bootstrap.sh test   the same setup, then the C++ (ctest), C, Python and MPI test suites
+#   scripts/bootstrap.sh test   the same setup, then the C++ (ctest), C, Python and MPI test suites, and
+#                               the C++, C and MPI suites again under ASan + UBSan (scripts/sanitizers/),
+#                               and every fuzz target under libFuzzer for 60 s (scripts/fuzz/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-test}"
 
 apt_packages=(build-essential cmake ninja-build pkg-config zlib1g-dev liblz4-dev libzfp-dev libgtest-dev
-              libopenmpi-dev openmpi-bin python3-venv python3-dev clang-format)
+              libopenmpi-dev openmpi-bin python3-venv python3-dev clang-format
+              clang libclang-rt-14-dev libomp-14-dev)  # clang: the libFuzzer build of scripts/fuzz/run.sh
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -59,6 +62,10 @@ case "$what" in
     echo "== Python tests (pytest)"
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
     .venv/bin/python -m pytest -q -p no:cacheprovider tests/python
+    echo "== C++, C and MPI tests under AddressSanitizer and UndefinedBehaviorSanitizer"
+    bash scripts/sanitizers/run.sh
+    echo "== fuzzing: every fuzz target under libFuzzer, ASan and UBSan, 60 s each"
+    bash scripts/fuzz/run.sh 60
     ;;
   *)
     echo "usage: scripts/bootstrap.sh demo|test" >&2; exit 2
