@@ -174,7 +174,7 @@ class ProgressiveRead {
   // Local. Fills `out` (next_grid() shape) with the next level, reusing the previous step's samples.
   Status next(void* out, size_t out_bytes, ReadReport* report = nullptr);
 
-  class Impl;
+  struct Impl;
 
  private:
   explicit ProgressiveRead(std::unique_ptr<Impl> impl);

@@ -17,6 +17,7 @@
 
 #include "format/block_header.hpp"
 #include "io/posix_file.hpp"
+#include "core/block_oracle_test_util.hpp"
 
 namespace hzio::core {
 namespace {
@@ -228,26 +229,7 @@ TEST(BlockCodec, LossyZfpBlocksLoadBackWithinTheirAccuracy) {
   }
 }
 
-// Row-major order found by brute force from the block's points: the grid of its distinct coordinates per
-// axis, x fastest (docs/format.md "Order inside a block").
-std::vector<uint64_t> row_major_index(const HzSpace& space, uint64_t block) {
-  const uint64_t n = uint64_t{1} << space.bits_per_block();
-  std::array<std::set<int64_t>, kMaxDims> coords;
-  for (uint64_t i = 0; i < n; ++i) {
-    const Point p = space.hz_to_point((block << space.bits_per_block()) + i);
-    for (int a = 0; a < kMaxDims; ++a) coords[a].insert(p[a]);
-  }
-  std::array<std::map<int64_t, uint64_t>, kMaxDims> pos;
-  for (int a = 0; a < kMaxDims; ++a)
-    for (int64_t c : coords[a]) pos[a].emplace(c, pos[a].size());
-  EXPECT_EQ(coords[0].size() * coords[1].size() * coords[2].size(), n);
-  std::vector<uint64_t> index(n);
-  for (uint64_t i = 0; i < n; ++i) {
-    const Point p = space.hz_to_point((block << space.bits_per_block()) + i);
-    index[i] = pos[0][p[0]] + coords[0].size() * (pos[1][p[1]] + coords[1].size() * pos[2][p[2]]);
-  }
-  return index;
-}
+using testing::row_major_index;
 
 TEST(BlockCodec, ConvertLayoutGivesTheDocumentedRowMajorOrderAndBack) {
   for (const char* bitmask : {"V0101010101", "V012012012012", "V2210100"}) {

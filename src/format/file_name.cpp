@@ -79,7 +79,9 @@ Result<std::string> format_time(const std::string& tmpl, int64_t time) {
   size_t i = pct + 1;
   bool zero = i < tmpl.size() && tmpl[i] == '0';
   int width = 0;
-  while (i < tmpl.size() && std::isdigit(static_cast<unsigned char>(tmpl[i]))) width = width * 10 + (tmpl[i++] - '0');
+  // Capped: any width above 32 is refused below, and a long digit run must not overflow the int.
+  while (i < tmpl.size() && std::isdigit(static_cast<unsigned char>(tmpl[i])))
+    width = std::min(width * 10 + (tmpl[i++] - '0'), 1000);
   if (i >= tmpl.size() || (tmpl[i] != 'd' && tmpl[i] != 'i') || width > 32) {
     return format_error("time template '" + tmpl + "' must contain one %d field such as %04d");
   }

@@ -176,6 +176,10 @@ Result<TimeSpec> parse_time(std::string_view value) {
   }
   double fa = 0, fb = 0;
   if (tok.size() >= 3 && parse_double(tok[0], fa) && parse_double(tok[1], fb)) {
+    // Timesteps are 64-bit integers: a bound beyond them (or NaN) is no timestep at all.
+    constexpr double kLimit = 9.0e18;
+    if (!(std::fabs(fa) < kLimit) || !(std::fabs(fb) < kLimit))
+      return format_error("(time) range " + tok[0] + " " + tok[1] + " is out of the range of timesteps");
     a = static_cast<int64_t>(fa);
     b = static_cast<int64_t>(fb);
     if (b < a) return format_error("(time) range " + tok[0] + " " + tok[1] + " is empty");

@@ -10,21 +10,12 @@
 #include <tuple>
 
 #include "format/file_name.hpp"
+#include "parallel/plan_test_util.hpp"
 
 namespace hzio::parallel {
 namespace {
 
-format::IdxFile make_idx(Point dims, int bpb, int64_t bpf, int fields) {
-  format::IdxFile idx;
-  idx.bitmask = format::Bitmask::default_for(dims, 3);
-  idx.ndim = 3;
-  idx.box.hi = dims;
-  for (int f = 0; f < fields; ++f) idx.fields.push_back({"f" + std::to_string(f), {Scalar::kFloat32, 1}});
-  idx.bits_per_block = bpb;
-  idx.blocks_per_file = bpf;
-  EXPECT_TRUE(idx.validate("p.idx").is_ok());
-  return idx;
-}
+using testing::make_idx;
 
 // Record shapes chosen to exercise every case: some whole blocks large enough to travel detached.
 RecordShape stub_shape(int field, const Box& box, uint64_t block) {

@@ -8,21 +8,12 @@
 #include <set>
 
 #include "format/file_name.hpp"
+#include "parallel/plan_test_util.hpp"
 
 namespace hzio::parallel {
 namespace {
 
-format::IdxFile make_idx(Point dims, int bpb, int64_t bpf, int fields) {
-  format::IdxFile idx;
-  idx.bitmask = format::Bitmask::default_for(dims, 3);
-  idx.ndim = 3;
-  idx.box.hi = dims;
-  for (int f = 0; f < fields; ++f) idx.fields.push_back({"f" + std::to_string(f), {Scalar::kFloat32, 1}});
-  idx.bits_per_block = bpb;
-  idx.blocks_per_file = bpf;
-  EXPECT_TRUE(idx.validate("p.idx").is_ok());
-  return idx;
-}
+using testing::make_idx;
 
 std::vector<BoxInfo> slabs(Point dims, int ranks, int fields) {
   std::vector<BoxInfo> out;

@@ -31,13 +31,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
 from collections import defaultdict
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import hz_expect as he  # noqa: E402
+from abort_on_failure import aborting_every_rank  # noqa: E402
 
 METHODS = ("auto", "independent", "two-phase")
 ITERATIONS = 3
@@ -321,7 +321,7 @@ def main(argv):
     from mpi4py import MPI  # noqa: PLC0415
 
     comm = MPI.COMM_WORLD
-    try:
+    with aborting_every_rank(comm):
         import hzio  # noqa: PLC0415
 
         args = json.loads(argv[1] if len(argv) > 1 else os.environ["HZIO_MPI_ARGS"])
@@ -355,10 +355,6 @@ def main(argv):
                 for k, v in f.items():
                     total_f[k] += v
             print(json.dumps({"size": comm.size, "checks": total_c, "failures": total_f}), flush=True)
-    except BaseException:  # noqa: BLE001  (any failure must end every rank, not leave them waiting)
-        traceback.print_exc()
-        sys.stderr.flush()
-        comm.Abort(3)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,11 @@ what ``hzio._core.ParallelDataset`` returned and of the public report, and the r
 import json
 import os
 import sys
-import traceback
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from abort_on_failure import aborting_every_rank  # noqa: E402
 
 
 def names(obj):
@@ -58,15 +60,11 @@ def main(argv):
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
-    try:
+    with aborting_every_rank(comm):
         args = json.loads(argv[1])
         seen = comm.gather(run(comm, args["out"]), root=0)
         if comm.rank == 0:
             print(json.dumps({"ranks": comm.size, "seen": seen}), flush=True)
-    except BaseException:  # noqa: BLE001  (any failure must end every rank, not leave them waiting)
-        traceback.print_exc()
-        sys.stderr.flush()
-        comm.Abort(3)
 
 
 if __name__ == "__main__":

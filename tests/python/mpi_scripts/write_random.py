@@ -23,12 +23,12 @@ import hashlib
 import json
 import os
 import sys
-import traceback
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import hz_expect as he  # noqa: E402
+from abort_on_failure import aborting_every_rank  # noqa: E402
 
 _DEFAULTS = dict(times=None, written_times=None, codec="raw", layout="hzorder", bitmask=None, bits_per_block=None,
                  blocks_per_file=None, placement="localized", aggregator_count=0, aggregator_bytes=256 << 20,
@@ -225,7 +225,7 @@ def main(argv) -> None:
     from mpi4py import MPI  # noqa: PLC0415
 
     comm = MPI.COMM_WORLD
-    try:
+    with aborting_every_rank(comm):
         args = json.loads(argv[1] if len(argv) > 1 else os.environ["HZIO_MPI_ARGS"])
         seed, case, out = int(args["seed"]), normalize_case(args["case"]), args["out"]
         arrays = build_arrays(seed, case)
@@ -242,10 +242,6 @@ def main(argv) -> None:
                               "reports": all_reports, "staged_bytes": all_staged, "junk_bytes": all_junk,
                               "serial_report": serial}),
                   flush=True)
-    except BaseException:  # noqa: BLE001  (any failure must end every rank, not leave them waiting)
-        traceback.print_exc()
-        sys.stderr.flush()
-        comm.Abort(3)
 
 
 if __name__ == "__main__":

@@ -33,12 +33,12 @@ import signal
 import sys
 import threading
 import time
-import traceback
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import hz_expect as he  # noqa: E402
+from abort_on_failure import aborting_every_rank  # noqa: E402
 
 SHAPE = (56, 48, 40)
 FIELDS = [("t", "float32", {"codec": "zip"}), ("q", "int16", {"codec": "lz4"})]
@@ -121,12 +121,8 @@ def main(argv) -> None:
     from mpi4py import MPI  # noqa: PLC0415
 
     comm = MPI.COMM_WORLD
-    try:
+    with aborting_every_rank(comm):
         run(comm, json.loads(argv[1] if len(argv) > 1 else os.environ["HZIO_MPI_ARGS"]))
-    except BaseException:  # noqa: BLE001  (any failure must end every rank, not leave them waiting)
-        traceback.print_exc()
-        sys.stderr.flush()
-        comm.Abort(3)
 
 
 if __name__ == "__main__":
