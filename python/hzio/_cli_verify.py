@@ -7,6 +7,7 @@ import os
 
 import hzio
 
+from ._cli_debris import find_debris, remove_debris
 from ._cli_util import print_json, selection
 
 _LIST_LIMIT = 10  # missing files printed per table in text mode; blocks outside the box leave many files unwritten
@@ -18,7 +19,7 @@ def verify(args):
     Parameters
     ----------
     args : argparse.Namespace
-        ``dataset``, ``field`` and ``time`` (None: all), ``json`` and ``allow_missing`` (bool).
+        ``dataset``, ``field`` and ``time`` (None: all), ``json``, ``allow_missing`` and ``repair`` (bool).
 
     Returns
     -------
@@ -27,12 +28,15 @@ def verify(args):
         are not corruption (datasets may be written sparsely), but a timestep in which every block of
         every checked field is missing holds no data at all, which is reported and fails unless
         ``allow_missing``. Blocks with a codec hzio does not implement (jpg, png) are listed as
-        unsupported and do not fail.
+        unsupported and do not fail. Files killed writers left (``debris``) are listed, and removed with
+        ``repair``; they are not corruption.
     """
     with hzio.open(args.dataset) as ds:
         path = ds.path
         fields, times = selection(ds, args.field, args.time)
         tables = [verify_table(ds, f, t) for f in fields for t in times]
+        debris = find_debris(ds)
+    removed, kept = remove_debris(debris) if args.repair else ([], [])
     empty = [t for t in times if not any(tb["present"] for tb in tables if tb["time"] == t)]
     result = {"path": path, "ok": not any(t["corrupt"] for t in tables) and (args.allow_missing or not empty),
               "empty_times": empty}
@@ -41,6 +45,9 @@ def verify(args):
     for key in ("missing_files", "corrupt", "unsupported"):
         result[key] = sum(len(t[key]) for t in tables)
     result["tables"] = tables
+    result["debris"] = debris
+    if args.repair:
+        result["removed"], result["kept"] = removed, kept
     if args.json:
         print_json(result)
     else:
@@ -110,8 +117,26 @@ def print_verify(result):
         more = ", ..." if len(result["empty_times"]) > _LIST_LIMIT else ""
         print(f"EMPTY: no block of any checked field is present in timestep(s) {shown}{more} "
               "(data files missing or never written; --allow-missing accepts this)")
+    _print_debris(result)
     if result["ok"]:
         unchecked = f", {result['unsupported']} unsupported not decoded" if result["unsupported"] else ""
         print(f"OK: {result['present']} present blocks, none corrupt ({result['missing']} missing{unchecked})")
     elif result["corrupt"]:
         print(f"CORRUPT: {result['corrupt']} corrupt blocks or header tables ({result['present']} present blocks)")
+
+
+def _print_debris(result):
+    debris = result["debris"]
+    if not debris:
+        return
+    if "removed" in result:
+        print(f"removed {len(result['removed'])} files left by writers that did not finish")
+        for path in result["kept"]:
+            print(f"  kept {path}: its writer's process is still running")
+        return
+    print(f"DEBRIS: {len(debris)} files left by writers that did not finish (hzio verify --repair removes "
+          "them when no writer runs):")
+    for d in debris[:_LIST_LIMIT]:
+        print(f"  {d['path']}" + (" (its process is running)" if d["running"] else ""))
+    if len(debris) > _LIST_LIMIT:
+        print(f"  ... and {len(debris) - _LIST_LIMIT} more (--json lists all)")

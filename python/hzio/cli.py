@@ -127,6 +127,9 @@ def _add_verify(sub):
     _add_selection(p, all_by_default=True)
     p.add_argument("--allow-missing", action="store_true",
                    help="accept timesteps in which every block is missing (exit 0 if nothing is corrupt)")
+    p.add_argument("--repair", action="store_true",
+                   help="remove the files writers left when they were killed before their commit ended "
+                        "(never those of a process still running on this machine)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

@@ -180,3 +180,44 @@ def test_a_failed_write_drops_its_new_timestep_and_the_next_commit_does_not_add_
     with hzio.open(path) as back:
         assert back.times == [0]
         np.testing.assert_array_equal(back.read(time=0), b)
+
+
+def test_verify_lists_what_a_killed_writer_left_and_repair_removes_it(tmp_path, rng):
+    """A writer killed (SIGKILL) before its commit leaves its write logs: readers ignore them, ``hzio verify``
+    lists them, ``--repair`` removes them but never those of a process still running, and the committed
+    data and the next writer are untouched."""
+    import json  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+
+    a, b, _ = arrays(rng)
+    path = tmp_path / "k.idx"
+    committed(path, a).close()
+    np.save(tmp_path / "b.npy", b)
+    code = (f"import os, signal, numpy as np, hzio; ds = hzio.open({str(path)!r}, mode='r+'); "
+            f"ds.write(np.load({str(tmp_path / 'b.npy')!r}), time=0); os.kill(os.getpid(), signal.SIGKILL)")
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    left = debris(tmp_path)
+    assert left and all(".log." in p for p in left), left
+    live = sorted(str(p) for p in (tmp_path / "k").rglob("*.bin"))[0] + f".log.{os.getpid()}"  # a running "writer"
+    Path(live).write_bytes(b"in use")
+
+    def verify(*extra):
+        return subprocess.run([sys.executable, "-m", "hzio", "verify", str(path), *extra], capture_output=True,
+                              text=True, timeout=120)
+
+    listed = verify("--json")
+    assert listed.returncode == 0, listed.stdout + listed.stderr  # debris is not corruption
+    found = {d["path"]: d for d in json.loads(listed.stdout)["debris"]}
+    assert sorted(found) == sorted(left + [live])
+    assert all(not found[p]["running"] for p in left) and found[live]["running"]
+    assert f"DEBRIS: {len(left) + 1} files" in verify().stdout
+    repaired = verify("--repair")
+    assert repaired.returncode == 0 and f"removed {len(left)} files" in repaired.stdout, repaired.stdout
+    assert debris(tmp_path) == [live]
+    with hzio.open(path) as back:
+        np.testing.assert_array_equal(back.read(time=0), a)
+    with hzio.open(path, mode="r+") as ds:
+        ds.write(b, time=0)
+    with hzio.open(path) as back:
+        np.testing.assert_array_equal(back.read(time=0), b)
