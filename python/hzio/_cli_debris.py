@@ -14,6 +14,8 @@ import glob
 import os
 from typing import Any
 
+import hzio
+
 _SUFFIXES = (".log.", ".tmp.", ".hzstats.tmp.")
 
 
@@ -23,7 +25,10 @@ def find_debris(ds: Any) -> list[dict[str, Any]]:
     bases = {ds.path}
     for field in ds.fields:
         for time in ds.times:
-            bases.update(str(f) for f in ds.blocks(field=field, time=time)["file"])
+            try:
+                bases.update(str(f) for f in ds.blocks(field=field, time=time)["file"])
+            except hzio.Error:
+                continue  # an unreadable header table: verify reports it, and that timestep is not searched
     found = []
     for base in sorted(bases):
         for suffix in _SUFFIXES:
@@ -58,3 +63,4 @@ def _running(pid: int) -> bool:
     except PermissionError:
         return True  # someone else's process
     return True
+
