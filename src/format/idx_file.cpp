@@ -12,6 +12,38 @@
 namespace hzio::format {
 namespace {
 
+// The offset of the first byte that is not part of a well-formed UTF-8 sequence (RFC 3629: no overlong
+// forms, no surrogates, at most U+10FFFF), or npos. Names and templates reach Python and file paths.
+size_t first_invalid_utf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    size_t n = 0;
+    uint32_t cp = 0, min = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      n = 1, cp = c & 0x1F, min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2, cp = c & 0x0F, min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3, cp = c & 0x07, min = 0x10000;
+    } else {
+      return i;
+    }
+    for (size_t k = 1; k <= n; ++k) {
+      if (i + k >= text.size()) return i;
+      const auto d = static_cast<unsigned char>(text[i + k]);
+      if ((d & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+    i += n + 1;
+  }
+  return std::string_view::npos;
+}
+
 // Splits the text into (key, value) pairs by the OpenVisus rules: trimmed lines, '#' comments,
 // "(key)" lines start an entry, following lines join with single spaces.
 std::vector<std::pair<std::string, std::string>> split_keys(std::string_view text) {
@@ -58,6 +90,8 @@ std::string default_filename_template(std::string_view folder, int block_bits) {
 Result<IdxFile> IdxFile::parse(std::string_view text, std::string_view idx_name) {
   const std::string where = "file " + std::string(idx_name) + ": ";
   if (text.find('\0') != std::string_view::npos) return format_error(where + "not a text .idx (NUL byte)");
+  if (const size_t bad = first_invalid_utf8(text); bad != std::string_view::npos)
+    return format_error(where + "not UTF-8 text (byte " + std::to_string(bad) + ")");
   std::map<std::string, std::string> kv;
   IdxFile f;
   for (auto& [key, value] : split_keys(text)) {

@@ -100,6 +100,21 @@ TEST(IdxFile, FillsOpenVisusDefaultsForAMinimalFile) {
   EXPECT_EQ(f.blocks_per_file, 2);  // both blocks fit in 128 MiB
 }
 
+TEST(IdxFile, TextMustBeUtf8SoThatNamesAndPathsAre) {
+  const auto with_field = [](const std::string& name) {
+    return "(version)\n6\n(box)\n0 9 0 9\n(fields)\n" + name + " float32\n(bits)\nV01010101\n";
+  };
+  for (const char* good : {"temp\xC3\xA9rature", "\xE4\xB8\xAD", "\xF0\x9F\x8C\x8A"})  // é, a CJK sign, an emoji
+    EXPECT_TRUE(IdxFile::parse(with_field(good), "/d/u.idx").is_ok()) << good;
+  // Invalid: a stray byte, an overlong '/', a surrogate, a sequence cut short, beyond U+10FFFF.
+  for (const char* bad : {"v\xFF", "v\xC0\xAF", "v\xED\xA0\x80", "v\xE4\xB8", "v\xF4\x90\x80\x80"}) {
+    auto r = IdxFile::parse(with_field(bad), "/d/u.idx");
+    ASSERT_FALSE(r.is_ok()) << bad;
+    EXPECT_EQ(r.status().code(), ErrorCode::kFormat);
+    EXPECT_NE(r.status().message().find("not UTF-8"), std::string::npos) << r.status().to_string();
+  }
+}
+
 TEST(IdxFile, ParsesEveryTimeForm) {
   auto t1 = IdxFile::parse(std::string(kPidx) + "\n(time)\n3 5 t_%02d/\n", "a.idx").value().time;
   EXPECT_EQ(t1.list(), (std::vector<int64_t>{3, 4, 5}));

@@ -360,3 +360,19 @@ def test_fifos_in_place_of_dataset_files_are_refused_at_once(tmp_path):
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
+def test_a_dataset_whose_text_is_not_utf8_is_a_format_error_naming_it(tmp_path):
+    """Names and templates reach Python and file paths: bytes that are not UTF-8 must give hzio's error,
+    not a UnicodeDecodeError from deep inside the binding (or a traceback in the CLI)."""
+    with hzio.create(tmp_path / "d.idx", shape=(8, 8), fields={"v": "float32"}) as ds:
+        ds.write(np.ones((8, 8), np.float32))
+    text = (tmp_path / "d.idx").read_bytes()
+    assert b"\nv " in text
+    (tmp_path / "e.idx").write_bytes(text.replace(b"\nv ", b"\nv\xff\xfe "))
+    with pytest.raises(hzio.FormatError, match="not UTF-8"):
+        hzio.open(tmp_path / "e.idx")
+    proc = subprocess.run([sys.executable, "-m", "hzio", "info", str(tmp_path / "e.idx")], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2 and "hzio: error" in proc.stderr and "not UTF-8" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
