@@ -108,6 +108,11 @@ def empty_for_read(shape: Sequence[int], dtype: Any) -> np.ndarray:
     """
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    if nbytes < _ALIGNED_READ_BYTES:
-        return np.empty(shape, dtype=dtype)
-    return _core.read_buffer(nbytes).view(dtype).reshape(shape)
+    try:
+        if nbytes < _ALIGNED_READ_BYTES:
+            return np.empty(shape, dtype=dtype)
+        return _core.read_buffer(nbytes).view(dtype).reshape(shape)
+    except MemoryError:
+        shown = "x".join(map(str, shape))
+        raise MemoryError(f"a read of {shown} {dtype} samples needs {nbytes} bytes, more memory than this "
+                          "process can have; read a smaller box or a coarser level") from None

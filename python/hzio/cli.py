@@ -205,6 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except (UsageError, hzio.Error, OSError) as e:
         return _fail(e)
+    except MemoryError as e:  # e.g. reading a box larger than this machine's memory
+        return _fail(f"out of memory: {e}" if str(e) else "out of memory")
     except KeyboardInterrupt:
         print("hzio: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -376,3 +376,26 @@ def test_a_dataset_whose_text_is_not_utf8_is_a_format_error_naming_it(tmp_path):
                           text=True, timeout=60)
     assert proc.returncode == 2 and "hzio: error" in proc.stderr and "not UTF-8" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_read_larger_than_the_memory_is_a_clear_error_not_a_traceback(tmp_path):
+    """Under an address-space limit (RLIMIT_AS, 8 GiB), reading a 256 GiB box fails with a MemoryError that
+    says what the read needs, and the CLI prints ``hzio: error: out of memory ...`` (exit 2)."""
+    import resource  # noqa: PLC0415
+
+    path = tmp_path / "big.idx"
+    with hzio.create(path, shape=(4096, 4096, 4096), fields={"v": "float32"}) as ds:
+        ds.write(np.ones((4, 4, 4), np.float32))  # sparse: the rest reads as the default value
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+
+    code = ("import hzio, sys\nwith hzio.open(sys.argv[1]) as ds:\n    try:\n        ds.read()\n"
+            "    except MemoryError as e:\n        print(e)\n")
+    api = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60,
+                         preexec_fn=limit)
+    assert api.returncode == 0 and str(4096 ** 3 * 4) + " bytes" in api.stdout, api.stdout + api.stderr
+    cli = subprocess.run([sys.executable, "-m", "hzio", "read", str(path), "-o", str(tmp_path / "o.npy")],
+                         capture_output=True, text=True, timeout=60, preexec_fn=limit)
+    assert cli.returncode == 2 and "hzio: error: out of memory" in cli.stderr, cli.stderr
+    assert "Traceback" not in cli.stderr and not (tmp_path / "o.npy").exists()
