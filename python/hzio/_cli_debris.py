@@ -23,12 +23,12 @@ def find_debris(ds: Any) -> list[dict[str, Any]]:
     """Local. The leftover files of ``ds`` (an open hzio.Dataset): dicts with ``path``, ``pid`` and
     ``running`` (a process with that pid runs on this machine: maybe a live writer, never removed)."""
     bases = {ds.path}
-    for field in ds.fields:
-        for time in ds.times:
-            try:
-                bases.update(str(f) for f in ds.blocks(field=field, time=time)["file"])
-            except hzio.Error:
-                continue  # an unreadable header table: verify reports it, and that timestep is not searched
+    first_field = next(iter(ds.fields))  # every field's blocks of a timestep lie in the same data files
+    for time in ds.times:
+        try:
+            bases.update(str(f) for f in ds.blocks(field=first_field, time=time)["file"])
+        except hzio.Error:
+            continue  # an unreadable header table: verify reports it, and that timestep is not searched
     found = []
     for base in sorted(bases):
         for suffix in _SUFFIXES:

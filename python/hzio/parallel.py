@@ -94,11 +94,7 @@ class ParallelDataset(Dataset):
                 count = self._core.level_grid(lo3, hi3, level).count
                 arr = self._alloc(field, to_zyx(count, self._ndim), out)
         except Exception as e:
-            # The other ranks are in the collective read: join it with this rank's error, then raise.
-            try:
-                self._pcore.fail_read(f"{type(e).__name__}: {e}")
-            except Exception:
-                pass
+            self._join_failed_read(e)
             raise
         self.last_read_report = ReadReport._from_core(self._pcore.read_box(lo3, hi3, level, field, time, arr, method))
         return arr
@@ -109,11 +105,19 @@ class ParallelDataset(Dataset):
         try:
             lo, _, picks = plan(key, self.shape)
         except Exception as e:
-            self._pcore.fail_read(f"{type(e).__name__}: {e}")  # raises the agreed error on every rank
+            self._join_failed_read(e)
             raise
         if lo is None:
             self.read(box=(), field=field, time=time)
         return super()._getitem(key, field, time) if lo is not None else self._empty(field, picks)
+
+    def _join_failed_read(self, error: Exception) -> None:
+        """The other ranks are in the collective read: join it with this rank's error (they raise the
+        agreed error; this rank then raises its own)."""
+        try:
+            self._pcore.fail_read(f"{type(error).__name__}: {error}")
+        except Exception:
+            pass
 
     def _empty(self, field, picks):
         _, scalar, comps = self._fields[self._field(field)]

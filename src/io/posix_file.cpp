@@ -115,7 +115,8 @@ Result<File> File::open(const std::string& path, Mode mode, std::shared_ptr<Faul
   if (mode == Mode::kReadWrite) flags |= O_RDWR;
   if (mode == Mode::kCreate) flags |= O_RDWR | O_CREAT | O_TRUNC;
   const int fault = mode == Mode::kCreate ? fault_error(seam.get(), FaultOp::kCreate, path) : 0;
-  // O_NONBLOCK: opening a FIFO for reading would wait for a writer forever; it is refused below.
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer forever; it is refused below. The flag
+  // changes nothing for the regular files that are kept.
   int fd = fault ? -1 : ::open(path.c_str(), flags | O_NONBLOCK, 0644);
   if (fd < 0) return os_error(mode == Mode::kCreate ? "create" : "open", path, fault ? fault : errno);
   struct stat st;
@@ -128,7 +129,6 @@ Result<File> File::open(const std::string& path, Mode mode, std::shared_ptr<Faul
     ::close(fd);
     return io_error("open " + path + ": not a regular file (" + file_type_name(st.st_mode) + ")");
   }
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   File f;
   f.fd_ = fd;
   f.path_ = path;
