@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-test}"
 
-apt_packages=(build-essential cmake ninja-build pkg-config zlib1g-dev liblz4-dev libzfp-dev libgtest-dev
+apt_packages=(build-essential cmake ninja-build pkg-config zlib1g-dev liblz4-dev libxxhash-dev libzfp-dev libgtest-dev
               libopenmpi-dev openmpi-bin python3-venv python3-dev clang-format
               clang libclang-rt-14-dev libomp-14-dev)  # clang: the libFuzzer build of scripts/fuzz/run.sh
 missing=()
@@ -38,7 +38,7 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" numpy pytest pillow mpi4py
 if [ "$what" = test ]; then
-  .venv/bin/python -m pip install -q OpenVisusNoGui ruff mypy
+  .venv/bin/python -m pip install -q OpenVisusNoGui ruff mypy xxhash  # xxhash: the checksum tests' oracle
 fi
 
 echo "== building and installing hzio (C++ core, tests, Python extension)"

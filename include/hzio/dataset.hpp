@@ -48,6 +48,9 @@ struct OpenOptions {
   bool durable = true;                     // fsync data files and the .idx at commit
   int threads = 0;                         // worker threads; 0 = hardware concurrency
   size_t cache_bytes = size_t{256} << 20;  // bound on partially written blocks held in memory
+  // Reads check every stored payload and header table against the checksums of the statistics
+  // sidecars (docs/format.md "Checksums"); false skips the checks (and the sidecar loads they need).
+  bool verify_checksums = true;
 };
 
 // Where one block of a field and timestep is stored (for dump and verify tools).
@@ -61,6 +64,7 @@ struct BlockInfo {
   uint32_t flags = 0;            // low nibble codec, 0x10 row-major
   int64_t entry = 0;             // header table entry of the block in its file: field * blocks_per_file + slot
   bool stats_known = false;      // a valid statistics sidecar describes the block
+  bool checksums_known = false;  // that sidecar has checksums of the block (absent for missing blocks)
   uint64_t count = 0;            // real (non-padding) samples; 0 for a missing block
   std::vector<double> min, max;  // per component
 };
@@ -133,6 +137,11 @@ class Dataset {
   // Errors: kCorrupt, kIo, kInvalidArgument (sub-block bits out of range).
   static constexpr int kDatasetSubBlockBits = -1;
   Result<int64_t> index_file(int64_t time, int64_t first_block, int sub_block_bits = kDatasetSubBlockBits);
+
+  // Local. The files that writers which did not finish a commit left: `*.log.<pid>`, `*.tmp.<pid>`,
+  // `*.hzstats.tmp.<pid>` and `*.hzstats.old.<pid>` of any timestep's data files (listed or not), and the
+  // .idx's `.tmp.<pid>` (docs/design/commit.md "What a crash leaves"). Sorted paths. Errors: kIo.
+  Result<std::vector<std::string>> leftover_files() const;
 
   // Local. Reads and decodes one block. OK for a missing block. Errors: kCorrupt naming the file and
   // block, kIo.

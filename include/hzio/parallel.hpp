@@ -24,6 +24,7 @@ struct ParallelOptions {
   size_t aggregator_bytes = size_t{256} << 20;  // memory an aggregator may take per round
   bool durable = true;                          // fsync data files and the .idx
   int threads = 1;                              // worker threads per rank (ranks usually fill the cores)
+  bool verify_checksums = true;                 // as OpenOptions::verify_checksums
 };
 
 class ParallelDataset {

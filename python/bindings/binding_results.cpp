@@ -88,12 +88,13 @@ void bind_geometry(nb::module_& m) {
       .def_ro("flags", &BlockInfo::flags, "Low nibble codec, 0x10 row-major.")
       .def_ro("entry", &BlockInfo::entry, "Header table entry: field * blocks_per_file + slot.")
       .def_ro("stats_known", &BlockInfo::stats_known, "A valid statistics sidecar describes the block.")
+      .def_ro("checksums_known", &BlockInfo::checksums_known, "That sidecar has checksums of the block's payload.")
       .def_ro("count", &BlockInfo::count, "Samples inside the dataset box; 0 for a missing block.")
       .def_ro("min", &BlockInfo::min, "Per component.")
       .def_ro("max", &BlockInfo::max, "Per component.");
   def_repr(block, "BlockInfo",
-           {"block", "level", "file", "file_exists", "offset", "size", "flags", "entry", "stats_known", "count", "min",
-            "max"});
+           {"block", "level", "file", "file_exists", "offset", "size", "flags", "entry", "stats_known",
+            "checksums_known", "count", "min", "max"});
 }
 
 void bind_reports(nb::module_& m) {

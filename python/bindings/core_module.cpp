@@ -63,9 +63,10 @@ std::unique_ptr<Dataset> create(
   return take(Dataset::create(path, o, oo));
 }
 
-std::unique_ptr<Dataset> open(const std::string& path, bool writable, bool durable, int threads) {
+std::unique_ptr<Dataset> open(const std::string& path, bool writable, bool durable, int threads, bool verify) {
   OpenOptions oo;
   oo.writable = writable;
+  oo.verify_checksums = verify;
   oo.durable = durable;
   oo.threads = threads;
   nb::gil_scoped_release release;
@@ -90,7 +91,8 @@ NB_MODULE(_core, m) {
       .def_static("create", &create, nb::arg("path"), nb::arg("dims"), nb::arg("fields"), nb::arg("bitmask"),
                   nb::arg("bits_per_block"), nb::arg("blocks_per_file"), nb::arg("times"), nb::arg("overwrite"),
                   nb::arg("durable"), nb::arg("threads"), nb::arg("sub_block_bits"))
-      .def_static("open", &open, nb::arg("path"), nb::arg("writable"), nb::arg("durable"), nb::arg("threads"))
+      .def_static("open", &open, nb::arg("path"), nb::arg("writable"), nb::arg("durable"), nb::arg("threads"),
+                  nb::arg("verify") = true)
       .def_prop_ro("path", &Dataset::path)
       .def_prop_ro("ndim", &Dataset::ndim)
       .def_prop_ro("box", &Dataset::box, "The dataset box (its lower corner is 0 unless a .idx says otherwise).")
@@ -149,6 +151,9 @@ NB_MODULE(_core, m) {
           nb::arg("lo"), nb::arg("hi"), nb::arg("level"), nb::arg("field"), nb::arg("time"), nb::arg("lo_value"),
           nb::arg("hi_value"), nb::arg("component"), nb::arg("mask"))
       .def_prop_ro("file_first_blocks", &Dataset::file_first_blocks)
+      .def(
+          "leftover_files", [](const Dataset& d) { return take(d.leftover_files()); },
+          "Files writers that did not finish a commit left (Local).")
       .def(
           "index_file",
           [](Dataset& d, int64_t time, int64_t first_block, int sub_block_bits) {

@@ -119,16 +119,22 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: FieldsLike, *,
 
 def open(path: str | os.PathLike, *, mode: str = "r", durable: bool = True, threads: int = 0,  # noqa: A001
          comm: Any = None, placement: str = "localized", aggregator_count: int = 0,
-         aggregator_bytes: int = 256 << 20) -> Dataset:
+         aggregator_bytes: int = 256 << 20, verify: bool = True) -> Dataset:
     """Open an existing dataset (a context manager). ``mode`` is ``"r"`` or ``"r+"``.
 
     Local without ``comm``. With ``comm`` Collective: reads are collective (each rank its own box,
     independent or two-phase), and with ``mode="r+"`` writes are too.
+
+    ``verify`` (default True): every block read, and every header table of a data file, is checked
+    against the checksums hzio recorded in its statistics sidecar (docs/format.md "Checksums"); a
+    mismatch raises :class:`CorruptError` naming the file, field, timestep and block. False skips the
+    checks, to read what a damaged dataset still holds. Files without checksums (written elsewhere and
+    not indexed) are read unchecked either way.
     """
     if mode not in ("r", "r+"):
         raise InvalidArgumentError(f"mode must be 'r' or 'r+', got {mode!r}")
     if comm is not None:
         from .parallel import open_parallel
         return open_parallel(comm, os.fspath(path), mode == "r+", bool(durable), int(threads) or 1, placement,
-                             int(aggregator_count), int(aggregator_bytes))
-    return Dataset(_core.Dataset.open(os.fspath(path), mode == "r+", bool(durable), int(threads)))
+                             int(aggregator_count), int(aggregator_bytes), bool(verify))
+    return Dataset(_core.Dataset.open(os.fspath(path), mode == "r+", bool(durable), int(threads), bool(verify)))

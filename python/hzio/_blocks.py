@@ -20,7 +20,8 @@ def block_table(rows: Sequence[Any], comps: int, blocks_per_file: int) -> np.nda
     vshape = (comps,) if comps > 1 else ()
     dt = np.dtype([("block", np.int64), ("level", np.int32), ("file", f"U{width}"), ("present", bool),
                    ("offset", np.uint64), ("size", np.uint32), ("codec", np.uint8), ("rowmajor", bool),
-                   ("slot", np.int64), ("entry", np.int64), ("stats_known", bool), ("count", np.uint64),
+                   ("slot", np.int64), ("entry", np.int64), ("stats_known", bool), ("checksummed", bool),
+                   ("count", np.uint64),
                    ("min", np.float64, vshape), ("max", np.float64, vshape)])
     out = np.zeros(len(rows), dtype=dt)
     for i, r in enumerate(rows):
@@ -30,5 +31,5 @@ def block_table(rows: Sequence[Any], comps: int, blocks_per_file: int) -> np.nda
         mx = r.max if known and r.count > 0 else [np.nan] * comps
         out[i] = (r.block, r.level, r.file, present, r.offset, r.size, r.flags & _core.BLOCK_FLAG_CODEC_MASK,
                   bool(r.flags & _core.BLOCK_FLAG_ROW_MAJOR), r.entry % blocks_per_file, r.entry, known,
-                  r.count if known else 0, mn if comps > 1 else mn[0], mx if comps > 1 else mx[0])
+                  r.checksums_known, r.count if known else 0, mn if comps > 1 else mn[0], mx if comps > 1 else mx[0])
     return out

@@ -3,56 +3,56 @@
 
 A writer stages each data file it changes as ``<data file>.log.<pid>`` and the commit writes
 ``<data file>.tmp.<pid>``, ``<data file>.hzstats.tmp.<pid>`` and ``<dataset>.idx.tmp.<pid>`` before renaming
-them (docs/design/commit.md). A writer that dies before its commit ends leaves them; readers never look
-at them, and a later writer uses names of its own pid, so they only take space. Only these names, next
-to the dataset's own files, are considered.
+them, and puts a data file's old sidecar aside as ``<data file>.hzstats.old.<pid>`` while it renames the
+new one and the data file (docs/design/commit.md). A writer that dies before its commit ends leaves them;
+readers never look at them, and a later writer uses names of its own pid, so they only take space, except
+an old sidecar put aside: when the writer died before its data file was renamed (its ``.tmp.<pid>`` or
+``.log.<pid>`` is still there), the old sidecar is the one that describes the data file, and repairing
+puts it back. Only these names of the dataset's own files (as its templates name them, for any timestep)
+and of its .idx are considered (``Dataset.leftover_files`` in C++).
 """
 
 from __future__ import annotations
 
-import glob
 import os
 from typing import Any
 
-import hzio
-
-_SUFFIXES = (".log.", ".tmp.", ".hzstats.tmp.")
-
 
 def find_debris(ds: Any) -> list[dict[str, Any]]:
-    """Local. The leftover files of ``ds`` (an open hzio.Dataset): dicts with ``path``, ``pid`` and
-    ``running`` (a process with that pid runs on this machine: maybe a live writer, never removed)."""
-    bases = {ds.path}
-    first_field = next(iter(ds.fields))  # every field's blocks of a timestep lie in the same data files
-    for time in ds.times:
-        try:
-            bases.update(str(f) for f in ds.blocks(field=first_field, time=time)["file"])
-        except hzio.Error:
-            continue  # an unreadable header table: verify reports it, and that timestep is not searched
+    """Local. The leftover files of ``ds`` (an open hzio.Dataset), in the folders of every timestep, listed
+    or not: dicts with ``path``, ``pid`` and ``running`` (a process with that pid runs on this machine:
+    maybe a live writer, never removed)."""
     found = []
-    for base in sorted(bases):
-        for suffix in _SUFFIXES:
-            prefix = base + suffix
-            for path in sorted(glob.glob(glob.escape(prefix) + "*")):
-                tail = path[len(prefix):]
-                if tail.isdigit() and os.path.isfile(path):
-                    found.append({"path": path, "pid": int(tail), "running": _running(int(tail))})
+    for path in ds._core.leftover_files():
+        pid = int(path.rpartition(".")[2])
+        if os.path.isfile(path):
+            found.append({"path": path, "pid": pid, "running": _running(pid)})
     return found
 
 
 def remove_debris(debris: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
-    """Local. Removes the files of writers no longer running; returns (removed, kept) paths."""
+    """Local. Removes the files of writers no longer running, and puts back the old sidecars they had put
+    aside before renaming their data files; returns (removed or restored, kept) paths."""
     removed, kept = [], []
-    for d in debris:
+    # Old sidecars first: whether one goes back depends on the writer's staged data file still being there.
+    for d in sorted(debris, key=lambda d: ".hzstats.old." not in d["path"], reverse=False):
         if d["running"]:
             kept.append(d["path"])
             continue
         try:
-            os.remove(d["path"])
+            _, marker, pid = d["path"].rpartition(".hzstats.old.")
+            if marker and _staged_data_file(d["path"][:-len(marker + pid)], pid):
+                os.replace(d["path"], d["path"][:-len(".old." + pid)])
+            else:
+                os.remove(d["path"])
             removed.append(d["path"])
         except FileNotFoundError:
             pass  # gone meanwhile
     return removed, kept
+
+
+def _staged_data_file(data_file: str, pid: str) -> bool:
+    return any(os.path.exists(f"{data_file}{s}{pid}") for s in (".tmp.", ".log."))
 
 
 def _running(pid: int) -> bool:

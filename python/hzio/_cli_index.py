@@ -32,7 +32,7 @@ def index(args):
     Parameters
     ----------
     args : argparse.Namespace
-        ``dataset``, ``sub_block_bits`` (int, 0 for whole blocks only) and ``json`` (bool).
+        ``dataset``, ``sub_block_bits`` (int, 0 for whole blocks only), ``no_verify`` and ``json`` (bool).
 
     Returns
     -------
@@ -46,7 +46,7 @@ def index(args):
     if args.sub_block_bits is not None and args.sub_block_bits < 0:
         raise UsageError(f"--sub-block-bits must be non-negative, got {args.sub_block_bits}")
     comm = world_comm()
-    summary = hzio.index(args.dataset, sub_block_bits=args.sub_block_bits, comm=comm)
+    summary = hzio.index(args.dataset, sub_block_bits=args.sub_block_bits, comm=comm, verify=not args.no_verify)
     if comm is not None and comm.Get_rank() != 0:
         return 0
     with hzio.open(args.dataset) as ds:

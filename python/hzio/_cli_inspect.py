@@ -123,7 +123,7 @@ def read(args):
     int
         The exit status, 0.
     """
-    with hzio.open(args.dataset) as ds:
+    with hzio.open(args.dataset, verify=not args.no_verify) as ds:
         box = parse_box(args.box, *dataset_box(ds))
         array = ds.read(box=box, level=args.level, field=args.field, time=args.time)
         report = ds.last_read_report or {}

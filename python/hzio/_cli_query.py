@@ -42,7 +42,7 @@ def query(args):
         raise UsageError(f"--range needs LO <= HI, got {lo:g} {hi:g}")
     if args.limit is not None and args.limit < 0:
         raise UsageError(f"--limit must be non-negative, got {args.limit}")
-    with hzio.open(args.dataset) as ds:
+    with hzio.open(args.dataset, verify=not args.no_verify) as ds:
         field, time = (s[0] for s in selection(ds, args.field, args.time))
         box = parse_box(args.box, *dataset_box(ds))
         component = _component(ds, field, args.component)
@@ -50,7 +50,8 @@ def query(args):
         coords, values = ds.query(field, lo, hi, time=time, box=box, level=level, component=component)
         report = dict(ds.last_read_report or {})
         path, ndim, box = ds.path, ds.ndim, box or dataset_box(ds)
-    with hzio.open(args.dataset) as ds:  # a fresh open, so that both byte counts include the header reads
+    # a fresh open, so that both byte counts include the header reads
+    with hzio.open(args.dataset, verify=not args.no_verify) as ds:
         ds.read(box=box, level=level, field=field, time=time)
         full = dict(ds.last_read_report or {})
     out = None if args.out is None else str(args.out) + ("" if str(args.out).endswith(".npz") else ".npz")

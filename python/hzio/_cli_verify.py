@@ -1,4 +1,5 @@
-"""The ``hzio verify`` subcommand: decode every present block of a dataset and report what is wrong.
+"""The ``hzio verify`` subcommand: check every header table and present block of a dataset against its
+checksums, decode the blocks, and report what is wrong.
 
 It walks :meth:`hzio.Dataset.blocks` for each field and timestep and calls :meth:`hzio.Dataset.verify_block`.
 """
@@ -40,7 +41,7 @@ def verify(args):
     empty = [t for t in times if not any(tb["present"] for tb in tables if tb["time"] == t)]
     result = {"path": path, "ok": not any(t["corrupt"] for t in tables) and (args.allow_missing or not empty),
               "empty_times": empty}
-    for key in ("blocks", "present", "missing"):
+    for key in ("blocks", "present", "missing", "unchecked"):
         result[key] = sum(t[key] for t in tables)
     for key in ("missing_files", "corrupt", "unsupported"):
         result[key] = sum(len(t[key]) for t in tables)
@@ -61,11 +62,12 @@ def verify_table(ds, field, time):
     Returns
     -------
     dict
-        ``field``, ``time``, counts ``blocks``/``present``/``missing``, and lists ``missing_files``
+        ``field``, ``time``, counts ``blocks``/``present``/``missing``/``unchecked`` (present blocks
+        without checksums: their files were written elsewhere and not indexed), and lists ``missing_files``
         (paths), ``corrupt`` and ``unsupported`` (dicts with ``block``, ``level``, ``file``, ``reason``).
         A header table that cannot be read gives one ``corrupt`` entry with ``block`` None.
     """
-    out = {"field": field, "time": time, "blocks": 0, "present": 0, "missing": 0,
+    out = {"field": field, "time": time, "blocks": 0, "present": 0, "missing": 0, "unchecked": 0,
            "missing_files": [], "corrupt": [], "unsupported": []}
     try:
         blocks = ds.blocks(field=field, time=time)
@@ -77,6 +79,7 @@ def verify_table(ds, field, time):
     out["blocks"] = len(blocks)
     out["present"] = int(blocks["present"].sum())
     out["missing"] = out["blocks"] - out["present"]
+    out["unchecked"] = int((blocks["present"] & ~blocks["checksummed"]).sum())
     for row in blocks[blocks["present"]]:
         problem = _check_block(ds, int(row["block"]), field, time)
         if problem is not None:
@@ -102,7 +105,8 @@ def print_verify(result):
     for t in result["tables"]:
         print(f"  field {t['field']}, timestep {t['time']}: {t['blocks']} blocks, {t['present']} present, "
               f"{t['missing']} missing, {len(t['missing_files'])} missing files, {len(t['corrupt'])} corrupt"
-              + (f", {len(t['unsupported'])} unsupported" if t["unsupported"] else ""))
+              + (f", {len(t['unsupported'])} unsupported" if t["unsupported"] else "")
+              + (f", {t['unchecked']} without checksums" if t["unchecked"] else ""))
         for f in t["missing_files"][:_LIST_LIMIT]:
             print(f"    missing file {f}")
         if len(t["missing_files"]) > _LIST_LIMIT:
@@ -118,6 +122,9 @@ def print_verify(result):
         print(f"EMPTY: no block of any checked field is present in timestep(s) {shown}{more} "
               "(data files missing or never written; --allow-missing accepts this)")
     _print_debris(result)
+    if result["unchecked"]:
+        print(f"UNCHECKED: {result['unchecked']} present blocks have no checksums, so only their decoding was "
+              "checked (hzio index adds checksums)")
     if result["ok"]:
         unchecked = f", {result['unsupported']} unsupported not decoded" if result["unsupported"] else ""
         print(f"OK: {result['present']} present blocks, none corrupt ({result['missing']} missing{unchecked})")

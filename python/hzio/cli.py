@@ -68,6 +68,10 @@ def _add_command(sub, name, func, summary, description):
     return p
 
 
+def _add_no_verify(p, what="read blocks without checking them against their checksums"):
+    p.add_argument("--no-verify", action="store_true", help=what)
+
+
 def _add_selection(p, all_by_default):
     scope = "all" if all_by_default else "the first"
     p.add_argument("--field", metavar="F", help=f"field name (default: {scope})")
@@ -91,6 +95,7 @@ def _add_read(sub):
     p.add_argument("--level", metavar="H", type=int, help="resolution level (default: max_level, full resolution)")
     p.add_argument("--box", metavar="z0:z1,y0:y1,x0:x1",
                    help="box in [z, y, x] order with exclusive ends; ':' (or an empty bound) means the whole axis")
+    _add_no_verify(p)
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing")
 
 
@@ -118,8 +123,10 @@ def _add_convert(sub):
 
 
 def _add_verify(sub):
-    p = _add_command(sub, "verify", verify, "decode every block; exit 1 if any is corrupt or a timestep has no data",
-                     "Decode every present block of every field and timestep (or the given ones) and report\n"
+    p = _add_command(sub, "verify", verify,
+                     "check and decode every block; exit 1 if any is corrupt or a timestep has no data",
+                     "Check every header table and present block against its checksums and decode the block, for\n"
+                     "every field and timestep (or the given ones), and report\n"
                      "present, missing and corrupt blocks and missing files. Exit status: 0 no corruption, "
                      "1 corrupt\nblocks found or a timestep without any present block (other missing blocks are "
                      "not\ncorruption), 2 usage error or unreadable dataset.")
@@ -160,18 +167,22 @@ def _add_query(sub):
     p.add_argument("--component", metavar="C", type=int, help="the component to test (required for vector fields)")
     p.add_argument("--out", metavar="OUT.npz", help="save the matches' coords ([z, y, x]) and values to a .npz file")
     p.add_argument("--limit", metavar="N", type=int, help="print the first N matches (C order)")
+    _add_no_verify(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def _add_index(sub):
-    p = _add_command(sub, "index", index, "compute the block statistics of a dataset written elsewhere",
-                     "Compute the statistics (count, min, max) of every block of every field and timestep and store\n"
-                     "them in .hzstats sidecars next to the data files (hzio.index); the .idx and the data files are\n"
-                     "not modified. Under mpiexec the data files are shared over the ranks and rank 0 prints.")
+    p = _add_command(sub, "index", index, "compute the block statistics and checksums of a dataset written elsewhere",
+                     "Compute the statistics (count, min, max) and checksums of every block of every field and\n"
+                     "timestep and store them in .hzstats sidecars next to the data files (hzio.index); the .idx\n"
+                     "and the data files are not modified. Blocks whose current sidecar has checksums are checked\n"
+                     "against them first. Under mpiexec the data files are shared over the ranks and rank 0 prints.")
     p.add_argument("dataset", metavar="DATASET", help="the .idx file")
     p.add_argument("--sub-block-bits", metavar="N", type=int, default=None,
                    help="also keep statistics of 2^N equal parts of each block (default: the sub-block bits "
                         "hzio's writers use for the dataset, else parts of 4096 samples; 0: whole blocks only)")
+    _add_no_verify(p, "record the data files as they are now, even where they differ from their checksums "
+                      "(after a tool other than hzio changed a file in place)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

@@ -305,8 +305,10 @@ class Dataset:
         bytes), ``codec`` (flags low nibble: 0 raw, 3 zip, 7 lz4, 8 zfp), ``rowmajor``, ``slot`` (position
         in the file), ``entry`` (header table entry: field * blocks_per_file + slot), and the statistics
         ``stats_known``, ``count`` (real samples), ``min`` and ``max`` (per component: shape (n, ncomp)
-        for vector fields). Statistics are unknown (NaN) for blocks without a valid sidecar (run
-        ``hzio index``). Raises hzio.CorruptError when a header table points outside its file.
+        for vector fields), and ``checksummed`` (the sidecar holds checksums of the block's payload).
+        Statistics are unknown (NaN) and checksums absent for blocks without a valid sidecar (run
+        ``hzio index``). Raises hzio.CorruptError when a header table points outside its file, or (when
+        the dataset was opened with ``verify``) does not match its checksum.
 
         Examples
         --------
@@ -317,7 +319,8 @@ class Dataset:
         return block_table(self._core.block_infos(field, time), self._fields[field][2], self.blocks_per_file)
 
     def verify_block(self, block: int, *, field: str | None = None, time: int | None = None) -> None:
-        """Local. Read and decode one block; raises hzio.CorruptError (naming file and block) if it cannot be.
+        """Local. Read one block, check it against its checksums (when the dataset was opened with ``verify``
+        and its sidecar has them) and decode it; raises hzio.CorruptError (naming file and block) if it fails.
 
         A missing block is not an error (it reads as the field's default value).
         """

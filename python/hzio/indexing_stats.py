@@ -22,8 +22,8 @@ from ._results import IndexReport
 
 
 def index(path: str | os.PathLike, *, sub_block_bits: int | None = None, comm: Any = None,
-          threads: int = 0) -> IndexReport:
-    """Compute and store the statistics of every block of every field and timestep.
+          threads: int = 0, verify: bool = True) -> IndexReport:
+    """Compute and store the statistics and checksums of every block of every field and timestep.
 
     Local without ``comm``; Collective with it (an mpi4py communicator: every rank must call it, and
     the data files are shared round robin over the ranks).
@@ -32,6 +32,9 @@ def index(path: str | os.PathLike, *, sub_block_bits: int | None = None, comm: A
     default) keeps the sub-block bits hzio's writers use for this dataset (its ``.idx`` key), or, for datasets
     written elsewhere, parts of 4096 samples as :func:`hzio.create` picks (``bits_per_block - 12``, at
     least 0); 0 keeps whole blocks only. ``threads``: worker threads (0: one per hardware thread).
+    ``verify``: a data file whose current sidecar holds checksums is checked against them first, so that
+    indexing never gives damaged blocks new checksums (:class:`CorruptError`); False records the files as
+    they are now (after a tool other than hzio changed a data file in place, for instance).
     Returns an :class:`~hzio.IndexReport` (also a mapping): the numbers of data files and blocks
     indexed (summed over ranks) and the seconds taken.
     """
@@ -39,7 +42,7 @@ def index(path: str | os.PathLike, *, sub_block_bits: int | None = None, comm: A
         from .errors import InvalidArgumentError
         raise InvalidArgumentError(f"sub_block_bits must be None or non-negative, got {sub_block_bits}")
     t0 = _time.perf_counter()
-    core = _core.Dataset.open(os.fspath(path), False, True, int(threads))
+    core = _core.Dataset.open(os.fspath(path), False, True, int(threads), bool(verify))
     rank, size = (comm.rank, comm.size) if comm is not None else (0, 1)
     units = [(t, first) for t in core.times for first in core.file_first_blocks]
     files = blocks = 0

@@ -185,9 +185,9 @@ def create_parallel(comm: Any, path: str, shape: tuple[int, ...], fields: list[t
 
 
 def open_parallel(comm: Any, path: str, writable: bool, durable: bool, threads: int, placement: str,
-                  aggregator_count: int, aggregator_bytes: int) -> ParallelDataset:
+                  aggregator_count: int, aggregator_bytes: int, verify: bool = True) -> ParallelDataset:
     """Collective. The form of :func:`hzio.open` with ``comm`` (reads are Collective; writes too with ``mode="r+"``)."""
     _require_mpi()
     pcore = _core.ParallelDataset.open(_fortran_handle(comm), path, placement, aggregator_count, aggregator_bytes,
-                                       durable, threads, writable)
+                                       durable, threads, writable, verify)
     return ParallelDataset(pcore, comm)

@@ -12,9 +12,9 @@ hzorder::Run block_grid(const hzorder::HzSpace& space, uint64_t block) {
   return space.block_runs(block, Layout::kRowMajor)[0];
 }
 
-Result<Layout> load_block(const BlockLocation& where, const FieldCoding& field, const hzorder::HzSpace& space, int ndim,
-                          uint64_t block, std::vector<std::byte>& scratch, std::span<std::byte> out,
-                          ReadReport* report) {
+Result<Layout> load_block(const DataFiles& files, const BlockLocation& where, const FieldCoding& field,
+                          const hzorder::HzSpace& space, int ndim, uint64_t block, std::vector<std::byte>& scratch,
+                          std::span<std::byte> out, ReadReport* report) {
   const auto& e = where.entry;
   const Layout layout = format::layout_of(e.flags);
   auto kind = codec::codec_kind_from_flags(e.flags);
@@ -28,11 +28,13 @@ Result<Layout> load_block(const BlockLocation& where, const FieldCoding& field, 
     }
     const Status read = where.file->read_at(e.offset, out);
     if (!read.is_ok()) return Status(read.code(), "block " + std::to_string(block) + ": " + read.message());
+    HZIO_RETURN_IF_ERROR(files.check_payload(where, out));
     return layout;
   }
   scratch.resize(e.size);
   const Status read = where.file->read_at(e.offset, scratch);
   if (!read.is_ok()) return Status(read.code(), "block " + std::to_string(block) + ": " + read.message());
+  HZIO_RETURN_IF_ERROR(files.check_payload(where, scratch));
   const hzorder::Run grid = block_grid(space, block);
   Status s = codec::decompress_block(kind.value(), field.codec, field.dtype, ndim, {grid.ns[0], grid.ns[1], grid.ns[2]},
                                      scratch, out);

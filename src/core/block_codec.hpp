@@ -21,11 +21,12 @@ struct FieldCoding {
   double default_value = 0;
 };
 
-// Local, thread-safe. Reads and decodes a stored block into `out` (2^bpb samples) and returns the
-// layout its flags say. Errors: kCorrupt naming the file and block, kIo. Adds bytes to `report`.
-Result<Layout> load_block(const BlockLocation& where, const FieldCoding& field, const hzorder::HzSpace& space, int ndim,
-                          uint64_t block, std::vector<std::byte>& scratch, std::span<std::byte> out,
-                          ReadReport* report);
+// Local, thread-safe. Reads a stored block, checks its payload against its checksums (when `where` has
+// them: files.check_payload), decodes it into `out` (2^bpb samples) and returns the layout its flags
+// say. Errors: kCorrupt naming the file and block, kIo. Adds bytes to `report`.
+Result<Layout> load_block(const DataFiles& files, const BlockLocation& where, const FieldCoding& field,
+                          const hzorder::HzSpace& space, int ndim, uint64_t block, std::vector<std::byte>& scratch,
+                          std::span<std::byte> out, ReadReport* report);
 
 // Local, thread-safe. Reorders a decoded block from one layout to the other.
 void convert_layout(const hzorder::HzSpace& space, uint64_t block, Layout from, std::span<const std::byte> in,

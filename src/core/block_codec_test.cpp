@@ -97,10 +97,21 @@ const Space kSpaces[] = {{"V0101010101", 6, 2}, {"V012012012012", 9, 3}};
 
 std::vector<uint64_t> blocks_of(const HzSpace& s) { return {0, 1, 2, s.block_count() / 2, s.block_count() - 1}; }
 
+// The data files of a one-field dataset named "v": where checksum mismatches take the field's name.
+const format::IdxFile& one_field_idx() {
+  static const format::IdxFile idx = [] {
+    format::IdxFile i;
+    i.fields.push_back(format::FieldDesc{.name = "v", .dtype = kF32});
+    return i;
+  }();
+  return idx;
+}
+
 Bytes load(const BlockLocation& where, const FieldCoding& field, const HzSpace& space, int ndim, uint64_t block,
            Status& status, Layout* layout = nullptr, ReadReport* report = nullptr) {
   Bytes scratch, out((size_t{1} << space.bits_per_block()) * field.dtype.bytes());
-  auto r = load_block(where, field, space, ndim, block, scratch, out, report);
+  const DataFiles files(&one_field_idx(), temp_path(""), false);
+  auto r = load_block(files, where, field, space, ndim, block, scratch, out, report);
   status = r.status();
   if (r.is_ok() && layout) *layout = r.value();
   return out;
@@ -323,6 +334,43 @@ TEST(BlockCodec, APayloadPastTheEndOfItsFileIsCorruptNamingTheFileAndBlock) {
     Status s;
     load(where, field, space, sp.ndim, 3, s);
     expect_error_naming(s, ErrorCode::kCorrupt, where, 3, codec);
+  }
+}
+
+TEST(BlockCodec, APayloadThatDiffersFromItsChecksumsIsCorruptNamingFileFieldTimestepAndBlock) {
+  const Space& sp = kSpaces[1];
+  const HzSpace space(format::Bitmask::parse(sp.bitmask).value(), sp.bpb);
+  const Bytes raw = random_samples(kF32, size_t{1} << sp.bpb, 8);
+  for (const char* codec : {"raw", "zip"}) {
+    for (int bits : {0, 2}) {
+      const FieldCoding field = coding(kF32, codec, Layout::kHzOrder);
+      Bytes payload;
+      const uint32_t flags = encode_block(field, space, sp.ndim, 5, raw, payload).value();
+      auto table = std::make_shared<stats::StatsTable>();
+      table->sub_block_bits = bits;
+      table->checksums.resize(stats::checksum_parts(bits));
+      stats::payload_checksums(payload, bits, table->checksums.data());
+      BlockLocation where = store("summed.bin", payload, flags);
+      where.sidecar = table;
+      where.time = 3;
+      where.block = 5;
+      Status s;
+      const Bytes back = load(where, field, space, sp.ndim, 5, s);
+      EXPECT_TRUE(s.is_ok()) << s.to_string();
+      EXPECT_EQ(back, raw);
+      // The last byte of the payload changed on disk: the chunk holding it no longer matches.
+      Bytes changed = payload;
+      changed.back() ^= std::byte{0x01};
+      BlockLocation bad = store("changed.bin", changed, flags);
+      bad.sidecar = table;
+      bad.time = 3;
+      bad.block = 5;
+      load(bad, field, space, sp.ndim, 5, s);
+      const std::string what = std::string(codec) + ", sub-block bits " + std::to_string(bits);
+      expect_error_naming(s, ErrorCode::kCorrupt, bad, 5, what);
+      EXPECT_NE(s.message().find("checksum mismatch"), std::string::npos) << what;
+      EXPECT_NE(s.message().find("field 'v', timestep 3"), std::string::npos) << what << ": " << s.to_string();
+    }
   }
 }
 

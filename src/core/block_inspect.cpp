@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "core/dataset_impl.hpp"
+#include "core/dataset_path.hpp"
 #include "format/block_header.hpp"
 #include "format/file_name.hpp"
 #include "io/posix_file.hpp"
@@ -43,6 +44,9 @@ Result<std::vector<BlockInfo>> Dataset::block_infos(std::string_view field, int6
         info.size = e.size;
         info.flags = e.flags;
         HZIO_ASSIGN_OR_RETURN(auto st, impl_->files_->block_stats(f, time, static_cast<uint64_t>(b), nullptr));
+        if (e.present()) {
+          HZIO_ASSIGN_OR_RETURN(info.checksums_known, impl_->files_->has_checksums(time, static_cast<uint64_t>(b)));
+        }
         if (st) {
           info.stats_known = true;
           info.count = st->block.count;
@@ -87,6 +91,8 @@ Result<int64_t> Dataset::index_file(int64_t time, int64_t first_block, int sub_b
   t.blocks_per_file = d.idx_.blocks_per_file;
   for (const auto& f : d.idx_.fields) t.components.push_back(f.dtype.components);
   t.entries.resize(t.components.size() * static_cast<size_t>(t.blocks_per_file));
+  const size_t parts = stats::checksum_parts(sub_block_bits);
+  t.checksums.resize(t.entries.size() * parts);
   int64_t indexed = 0;
   std::vector<std::byte> scratch, buffer;
   for (size_t f = 0; f < t.components.size(); ++f) {
@@ -95,22 +101,31 @@ Result<int64_t> Dataset::index_file(int64_t time, int64_t first_block, int sub_b
       HZIO_ASSIGN_OR_RETURN(auto where, d.files_->locate(static_cast<int>(f), time, static_cast<uint64_t>(b), nullptr));
       if (!where) continue;
       buffer.resize(d.block_bytes(static_cast<int>(f)));
-      HZIO_ASSIGN_OR_RETURN(Layout layout, core::load_block(*where, d.coding_[f], *d.space_, d.idx_.ndim,
+      HZIO_ASSIGN_OR_RETURN(Layout layout, core::load_block(*d.files_, *where, d.coding_[f], *d.space_, d.idx_.ndim,
                                                             static_cast<uint64_t>(b), scratch, buffer, nullptr));
       const size_t entry =
           f * static_cast<size_t>(t.blocks_per_file) + static_cast<size_t>(format::slot_in_file(d.idx_, b));
       t.entries[entry] = stats::compute_block_stats(*d.space_, static_cast<uint64_t>(b), layout, buffer,
                                                     d.coding_[f].dtype, d.idx_.box, sub_block_bits);
+      // load_block left the payload as stored in `buffer` (raw) or `scratch` (compressed).
+      const bool raw = format::codec_code_of(where->entry.flags) == 0;
+      stats::payload_checksums(raw ? buffer : scratch, sub_block_bits, t.checksums.data() + entry * parts);
       ++indexed;
     }
   }
   HZIO_ASSIGN_OR_RETURN(std::string path, d.files_->file_path(time, static_cast<uint64_t>(first_block)));
-  const auto bytes = stats::serialize_stats_file(t, identity->first, identity->second);
+  t.data_file_size = identity->first;
+  t.header_crc = identity->second;
+  const auto bytes = stats::serialize_stats_file(t);
   HZIO_RETURN_IF_ERROR(io::replace_file_atomically(
       path + stats::kStatsSuffix, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
       d.options_.durable, d.files_->fault_seam()));
   d.files_->forget_stored();
   return indexed;
+}
+
+Result<std::vector<std::string>> Dataset::leftover_files() const {
+  return core::leftover_files(impl_->path_, impl_->idx_);
 }
 
 Status Dataset::verify_block(std::string_view field, int64_t time, int64_t block) {
@@ -120,7 +135,7 @@ Status Dataset::verify_block(std::string_view field, int64_t time, int64_t block
   HZIO_ASSIGN_OR_RETURN(auto where, impl_->files_->locate(f, time, static_cast<uint64_t>(block), nullptr));
   if (!where) return Status::ok();
   std::vector<std::byte> scratch, buffer(impl_->block_bytes(f));
-  auto layout = core::load_block(*where, impl_->coding_[f], *impl_->space_, impl_->idx_.ndim,
+  auto layout = core::load_block(*impl_->files_, *where, impl_->coding_[f], *impl_->space_, impl_->idx_.ndim,
                                  static_cast<uint64_t>(block), scratch, buffer, nullptr);
   return layout.status();
 }

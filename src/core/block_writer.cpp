@@ -43,7 +43,7 @@ Status BlockWriter::base(int field, int64_t time, uint64_t block, std::span<std:
     return Status::ok();
   }
   std::vector<std::byte> scratch;
-  HZIO_ASSIGN_OR_RETURN(Layout layout, load_block(*where, fc, space_, idx_.ndim, block, scratch, out, nullptr));
+  HZIO_ASSIGN_OR_RETURN(Layout layout, load_block(files_, *where, fc, space_, idx_.ndim, block, scratch, out, nullptr));
   if (layout != fc.layout) {  // stored in the other order: reorder into the field's
     const std::vector<std::byte> stored(out.begin(), out.end());
     convert_layout(space_, block, layout, stored, out, fc.dtype.bytes());
@@ -83,10 +83,11 @@ Status BlockWriter::encode_one(BlockToWrite& r, const Slot& slot, std::byte*& bu
     {
       util::ScopedSeconds timer(r.stats_seconds);
       if (!r.stats) r.stats = statistics(r.field, r.block, samples);
+      checksum(r, samples);
     }
     util::ScopedSeconds timer(r.write_seconds);
     if (!buffered) HZIO_RETURN_IF_ERROR(slot.where.file->write_at(slot.where.offset, samples));
-    files_.finish_reserved(r.field, r.time, r.block, &*r.stats);
+    files_.finish_reserved(r.field, r.time, r.block, &*r.stats, r.checksums);
     r.stored_bytes = static_cast<int64_t>(bytes);
     return Status::ok();
   }
@@ -96,7 +97,13 @@ Status BlockWriter::encode_one(BlockToWrite& r, const Slot& slot, std::byte*& bu
   }
   util::ScopedSeconds timer(r.stats_seconds);
   r.stats = stats_as_stored(fc, space_, idx_.ndim, r.block, samples, payload, idx_.box, files_.sub_block_bits());
+  checksum(r, payload);
   return Status::ok();
+}
+
+void BlockWriter::checksum(BlockToWrite& r, std::span<const std::byte> payload) const {
+  r.checksums.resize(stats::checksum_parts(files_.sub_block_bits()));
+  stats::payload_checksums(payload, files_.sub_block_bits(), r.checksums.data());
 }
 
 Status BlockWriter::write(std::span<BlockToWrite> records, std::span<const Slot> slots) {
@@ -123,7 +130,7 @@ Status BlockWriter::write(std::span<BlockToWrite> records, std::span<const Slot>
     if (buffered[i]) r.write_seconds += write_out_seconds / static_cast<double>(in_buffer);
     if (coding_[static_cast<size_t>(r.field)].codec.kind == codec::CodecKind::kRaw) continue;
     util::ScopedSeconds timer(r.write_seconds);
-    HZIO_RETURN_IF_ERROR(files_.append(r.field, r.time, r.block, payload[i], flags[i], &*r.stats));
+    HZIO_RETURN_IF_ERROR(files_.append(r.field, r.time, r.block, payload[i], flags[i], &*r.stats, r.checksums));
     r.stored_bytes = static_cast<int64_t>(payload[i].size());
   }
   return Status::ok();

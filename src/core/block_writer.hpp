@@ -34,8 +34,10 @@ struct BlockToWrite {
   // Statistics computed where the samples were (nullopt: computed here).
   std::optional<stats::BlockStats> stats;
 
+  // Filled in by BlockWriter::write: stats_seconds includes the checksums of the payload.
   double make_seconds = 0, compress_seconds = 0, stats_seconds = 0, write_seconds = 0;
-  int64_t stored_bytes = 0;  // payload bytes in the file
+  int64_t stored_bytes = 0;         // payload bytes in the file
+  std::vector<uint64_t> checksums;  // of the payload (stats::payload_checksums)
 };
 
 class BlockWriter {
@@ -75,6 +77,9 @@ class BlockWriter {
   // others into `payload` with their `flags`). `buffered` gets the block's buffered place, or null.
   Status encode_one(BlockToWrite& r, const Slot& slot, std::byte*& buffered, std::vector<std::byte>& scratch,
                     std::vector<std::byte>& payload, uint32_t& flags) const;
+
+  // Fills r.checksums from the payload as stored.
+  void checksum(BlockToWrite& r, std::span<const std::byte> payload) const;
 
   const format::IdxFile& idx_;
   const hzorder::HzSpace& space_;

@@ -18,7 +18,9 @@ struct DataFiles::Stored {
   uint64_t size = 0;
   uint32_t header_crc = 0;
   bool stats_loaded = false;
-  std::optional<stats::StatsTable> stats;  // nullopt: no valid sidecar
+  std::shared_ptr<const stats::StatsTable> stats;  // null: no sidecar that describes this file
+  Status sidecar_error;                            // a malformed sidecar
+  Status header_error;  // when verifying: the header table does not match the sidecar's checksum
 };
 
 struct DataFiles::Pending {
@@ -31,6 +33,7 @@ struct DataFiles::Pending {
   int64_t last_index = -1;
   std::string ready_path;                               // complete and durable, waiting for publish()
   std::vector<std::optional<stats::BlockStats>> stats;  // per entry, for blocks written here
+  std::vector<std::vector<uint64_t>> checksums;         // per entry, for blocks written here
   std::string stats_ready_path;
   uint64_t written_back = 0;  // log bytes handed to early write-back
   std::vector<char> ready;    // per entry: its bytes are in the log (reserved entries are not yet)
@@ -65,8 +68,8 @@ uint64_t align_down(uint64_t x) { return x / io::kDirectAlign * io::kDirectAlign
 uint64_t align_up(uint64_t x) { return align_down(x + io::kDirectAlign - 1); }
 }  // namespace
 
-DataFiles::DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable, int sub_block_bits)
-    : idx_(idx), idx_dir_(std::move(idx_dir)), durable_(durable), sub_block_bits_(sub_block_bits) {}
+DataFiles::DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable, int sub_block_bits, bool verify)
+    : idx_(idx), idx_dir_(std::move(idx_dir)), durable_(durable), sub_block_bits_(sub_block_bits), verify_(verify) {}
 
 std::vector<int> DataFiles::components() const {
   std::vector<int> c;
@@ -130,30 +133,113 @@ Result<std::optional<BlockLocation>> DataFiles::locate(int field, int64_t time, 
     } else if (p.direct) {
       HZIO_RETURN_IF_ERROR(wait_written(p));  // it may be in the write in flight
     }
-    return std::optional<BlockLocation>(BlockLocation{e, p.log});
+    BlockLocation w;  // uncommitted: no checksums to check yet
+    w.entry = e;
+    w.file = p.log;
+    return std::optional<BlockLocation>(std::move(w));
   }
   HZIO_ASSIGN_OR_RETURN(Stored * s, stored(key, report));
-  if (!s->exists || !s->entries[index].present()) return std::optional<BlockLocation>();
-  return std::optional<BlockLocation>(BlockLocation{s->entries[index], s->file, true});
+  if (!s->exists) return std::optional<BlockLocation>();
+  BlockLocation w;
+  w.entry = s->entries[index];
+  w.file = s->file;
+  w.committed = true;
+  if (verify_) {  // before the entry is trusted, even to say that the block is missing
+    HZIO_RETURN_IF_ERROR(load_stats(*s, report));
+    HZIO_RETURN_IF_ERROR(s->header_error);
+    if (s->stats && s->stats->version >= 2) w.sidecar = s->stats;
+  }
+  if (!w.entry.present()) return std::optional<BlockLocation>();
+  w.entry_index = index;
+  w.field = field;
+  w.time = time;
+  w.block = block;
+  return std::optional<BlockLocation>(std::move(w));
+}
+
+Status DataFiles::check_payload(const BlockLocation& where, std::span<const std::byte> payload) const {
+  if (!where.sidecar) return Status::ok();
+  return check_payload_parts(where, 0, stats::checksum_parts(where.sidecar->sub_block_bits), payload);
+}
+
+Status DataFiles::check_payload_parts(const BlockLocation& where, size_t first, size_t count,
+                                      std::span<const std::byte> bytes) const {
+  if (!where.sidecar) return Status::ok();
+  const int bits = where.sidecar->sub_block_bits;
+  const size_t parts = stats::checksum_parts(bits);
+  const uint64_t size = where.entry.size, part = stats::checksum_part_bytes(size, bits);
+  const uint64_t base = std::min<uint64_t>(first * part, size);
+  if (first + count > parts || std::min<uint64_t>((first + count) * part, size) - base != bytes.size())
+    return internal_error("checksum parts out of range for " + where.file->path());
+  for (size_t k = first; k < first + count; ++k) {
+    const uint64_t begin = std::min<uint64_t>(k * part, size), end = std::min<uint64_t>(begin + part, size);
+    const uint64_t sum = stats::checksum_of(bytes.subspan(begin - base, end - begin));
+    if (sum != where.sidecar->checksums[where.entry_index * parts + k])
+      return mismatch(where, parts > 1 ? " (bytes " + std::to_string(begin) + " to " + std::to_string(end) +
+                                             " of its " + std::to_string(size) + ")"
+                                       : "");
+  }
+  return Status::ok();
+}
+
+Status DataFiles::mismatch(const BlockLocation& where, const std::string& what) const {
+  mismatches_ += 1;
+  return corrupt("checksum mismatch in " + where.file->path() + ": field '" +
+                 idx_->fields[static_cast<size_t>(where.field)].name + "', timestep " + std::to_string(where.time) +
+                 ", block " + std::to_string(where.block) + what +
+                 ": the stored bytes differ from those written (damaged storage or copy, or a tool that changed the "
+                 "file in place; `hzio index --no-verify` records the file as it is now)");
 }
 
 Status DataFiles::load_stats(Stored& s, ReadReport* report) {
-  if (s.stats_loaded || !s.exists) return Status::ok();
+  if (s.stats_loaded || !s.exists) return s.sidecar_error;
   s.stats_loaded = true;
   const std::string path = s.file->path() + stats::kStatsSuffix;
   auto f = io::File::open(path, io::File::Mode::kRead);
   if (!f.is_ok()) return Status::ok();  // no sidecar: statistics unknown
-  HZIO_ASSIGN_OR_RETURN(uint64_t size, f->size());
+  auto t = read_sidecar(*f, path, report);
+  if (!t.is_ok()) {  // kept: every later use of this file meets the same error
+    s.sidecar_error = Status(t.status().code(), t.status().message() +
+                                                    " (`hzio index` rewrites the sidecar; reads with verify off "
+                                                    "do not load it)");
+    return s.sidecar_error;
+  }
+  switch (stats::binding_of(t.value(), s.size, s.header_crc)) {
+    case stats::Binding::kCurrent:
+      s.stats = std::make_shared<const stats::StatsTable>(std::move(t).value());
+      break;
+    case stats::Binding::kStale:  // describes another version of the file: nothing known
+      break;
+    case stats::Binding::kHeaderMismatch:
+      if (verify_) {
+        mismatches_ += 1;
+        s.header_error =
+            corrupt("checksum mismatch in the header table of " + s.file->path() + " (checksum in " + path +
+                    "): the table of block offsets and sizes is damaged (or a tool changed the file in place; "
+                    "`hzio index --no-verify` records the file as it is now)");
+      }
+      break;
+  }
+  return Status::ok();
+}
+
+Result<stats::StatsTable> DataFiles::read_sidecar(const io::File& f, const std::string& path,
+                                                  ReadReport* report) const {
+  HZIO_ASSIGN_OR_RETURN(uint64_t size, f.size());
   if (size > (uint64_t{1} << 32)) return corrupt("statistics file " + path + " is implausibly large");
   std::vector<std::byte> bytes(static_cast<size_t>(size));
-  HZIO_RETURN_IF_ERROR(f->read_at(0, bytes));
+  HZIO_RETURN_IF_ERROR(f.read_at(0, bytes));
   if (report) report->bytes_read += static_cast<int64_t>(bytes.size());
-  auto t = stats::parse_stats_file(bytes, components(), idx_->blocks_per_file, s.size, s.header_crc, path);
-  if (t.is_ok())
-    s.stats = std::move(t).value();
-  else if (t.status().code() != ErrorCode::kNotFound)
-    return t.status();
-  return Status::ok();
+  return stats::parse_stats_file(bytes, components(), idx_->blocks_per_file, path);
+}
+
+Result<bool> DataFiles::has_checksums(int64_t time, uint64_t block) {
+  std::lock_guard lock(mutex_);
+  const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
+  HZIO_ASSIGN_OR_RETURN(Stored * s, stored(key, nullptr));
+  if (!s->exists) return false;
+  HZIO_RETURN_IF_ERROR(load_stats(*s, nullptr));
+  return s->stats && s->stats->version >= 2;
 }
 
 Result<std::optional<stats::BlockStats>> DataFiles::block_stats(int field, int64_t time, uint64_t block,
@@ -169,6 +255,7 @@ Result<std::optional<stats::BlockStats>> DataFiles::block_stats(int field, int64
   HZIO_ASSIGN_OR_RETURN(Stored * s, stored(key, report));
   if (!s->exists || !s->entries[index].present()) return std::optional<stats::BlockStats>(stats::BlockStats{});
   HZIO_RETURN_IF_ERROR(load_stats(*s, report));
+  HZIO_RETURN_IF_ERROR(s->header_error);
   if (!s->stats || s->stats->entries[index].block.count == stats::kUnknown) return std::optional<stats::BlockStats>();
   return std::optional<stats::BlockStats>(s->stats->entries[index]);
 }
@@ -194,6 +281,7 @@ Result<DataFiles::Pending*> DataFiles::pending(const Key& key) {
   const size_t n = idx_->fields.size() * static_cast<size_t>(idx_->blocks_per_file);
   p->entries.assign(n, {});
   p->stats.assign(n, std::nullopt);
+  p->checksums.assign(n, {});
   p->ready.assign(n, 0);
   p->end = format::header_table_bytes(static_cast<int>(idx_->fields.size()), idx_->blocks_per_file);
   if (durable_ && p->log->enable_direct()) {
@@ -277,7 +365,7 @@ Result<std::byte*> DataFiles::buffered(const Reserved& r) {
 }
 
 Status DataFiles::append(int field, int64_t time, uint64_t block, std::span<const std::byte> payload, uint32_t flags,
-                         const stats::BlockStats* block_stats) {
+                         const stats::BlockStats* block_stats, std::span<const uint64_t> checksums) {
   std::lock_guard lock(mutex_);
   if (payload.size() > 0xFFFFFFFFu)
     return unsupported("block payload of " + std::to_string(payload.size()) + " bytes exceeds the format's 4 GiB");
@@ -295,6 +383,13 @@ Status DataFiles::append(int field, int64_t time, uint64_t block, std::span<cons
   p->last_index = std::max(p->last_index, index);
   p->entries[static_cast<size_t>(index)] = {p->end, static_cast<uint32_t>(payload.size()), flags};
   p->stats[static_cast<size_t>(index)] = block_stats ? std::optional<stats::BlockStats>(*block_stats) : std::nullopt;
+  auto& sums = p->checksums[static_cast<size_t>(index)];
+  if (checksums.empty()) {
+    sums.resize(stats::checksum_parts(sub_block_bits_));
+    stats::payload_checksums(payload, sub_block_bits_, sums.data());
+  } else {
+    sums.assign(checksums.begin(), checksums.end());
+  }
   p->ready[static_cast<size_t>(index)] = 1;
   if (payload.empty()) p->entries[static_cast<size_t>(index)] = {};
   p->end += payload.size();
@@ -323,7 +418,8 @@ Result<DataFiles::Reserved> DataFiles::reserve(int field, int64_t time, uint64_t
   return Reserved{p->log, at, key};
 }
 
-void DataFiles::finish_reserved(int field, int64_t time, uint64_t block, const stats::BlockStats* block_stats) {
+void DataFiles::finish_reserved(int field, int64_t time, uint64_t block, const stats::BlockStats* block_stats,
+                                std::span<const uint64_t> checksums) {
   std::lock_guard lock(mutex_);
   const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
   auto it = pending_.find(key);
@@ -331,6 +427,7 @@ void DataFiles::finish_reserved(int field, int64_t time, uint64_t block, const s
   Pending& p = *it->second;
   const size_t index = static_cast<size_t>(format::entry_in_file(*idx_, field, block));
   if (block_stats) p.stats[index] = *block_stats;
+  p.checksums[index].assign(checksums.begin(), checksums.end());
   p.ready[index] = 1;
   const uint64_t end = p.entries[index].offset + p.entries[index].size;
   if (durable_ && !p.direct && end > p.written_back && end - p.written_back >= kWritebackBytes) {
@@ -345,6 +442,8 @@ Status DataFiles::rebuild(const Key& key, Pending& p, Stored* old) {
   HZIO_ASSIGN_OR_RETURN(io::File out, io::File::open(tmp, io::File::Mode::kCreate, fault_seam_));
   std::vector<format::BlockEntry> entries(p.entries.size());
   uint64_t end = format::header_table_bytes(static_cast<int>(idx_->fields.size()), idx_->blocks_per_file);
+  const size_t parts = stats::checksum_parts(sub_block_bits_);
+  std::vector<uint64_t> checksums(entries.size() * parts);
   std::vector<std::byte> buf;
   Status s;
   for (size_t i = 0; i < entries.size() && s.is_ok(); ++i) {
@@ -353,6 +452,25 @@ Status DataFiles::rebuild(const Key& key, Pending& p, Stored* old) {
     if (!src.present()) continue;
     buf.resize(src.size);
     s = (mine ? *p.log : *old->file).read_at(src.offset, buf);
+    if (s.is_ok() && !mine && verify_ && old->stats && old->stats->version >= 2) {
+      // A kept block whose bytes changed since they were written must not be given new checksums.
+      BlockLocation kept;
+      kept.entry = src;
+      kept.file = old->file;
+      kept.sidecar = old->stats;
+      kept.entry_index = i;
+      kept.field = static_cast<int>(i / static_cast<size_t>(idx_->blocks_per_file));
+      kept.time = key.first;
+      kept.block = key.second + i % static_cast<size_t>(idx_->blocks_per_file);
+      s = check_payload(kept, buf);
+    }
+    uint64_t* sums = checksums.data() + i * parts;
+    stats::payload_checksums(buf, sub_block_bits_, sums);
+    // The checksums of a block written here were taken when it was encoded: the log's bytes must match them.
+    if (s.is_ok() && mine && p.checksums[i].size() == parts && !std::equal(sums, sums + parts, p.checksums[i].begin()))
+      s = corrupt("checksum mismatch in " + p.log_path +
+                  ": a block read back from the write log differs from "
+                  "the block written (damaged storage)");
     if (s.is_ok()) s = out.write_at(end, buf);
     entries[i] = {end, src.size, src.flags};
     end += src.size;
@@ -360,7 +478,7 @@ Status DataFiles::rebuild(const Key& key, Pending& p, Stored* old) {
   std::vector<std::byte> header;
   format::serialize_header_table(entries, header);
   if (s.is_ok()) s = out.write_at(0, header);
-  if (s.is_ok()) s = write_stats(p, old, entries, end, header);
+  if (s.is_ok()) s = write_stats(p, old, entries, end, header, checksums);
   if (s.is_ok() && durable_) s = out.sync();
   if (s.is_ok()) s = out.close();
   if (s.is_ok())
@@ -372,8 +490,12 @@ Status DataFiles::rebuild(const Key& key, Pending& p, Stored* old) {
 }
 
 Status DataFiles::write_stats(Pending& p, Stored* old, const std::vector<format::BlockEntry>& entries,
-                              uint64_t file_size, std::span<const std::byte> header) {
+                              uint64_t file_size, std::span<const std::byte> header,
+                              const std::vector<uint64_t>& checksums) {
   stats::StatsTable t;
+  t.checksums = checksums;
+  t.data_file_size = file_size;
+  t.header_crc = stats::crc32_of(header);
   t.sub_block_bits = sub_block_bits_;
   t.blocks_per_file = idx_->blocks_per_file;
   t.components = components();
@@ -393,7 +515,7 @@ Status DataFiles::write_stats(Pending& p, Stored* old, const std::vector<format:
       t.entries[i].block.count = stats::kUnknown;  // copied from the old file without known statistics
     }
   }
-  const auto bytes = stats::serialize_stats_file(t, file_size, stats::crc32_of(header));
+  const auto bytes = stats::serialize_stats_file(t);
   p.stats_ready_path = p.final_path + stats::kStatsSuffix + ".tmp." + std::to_string(::getpid());
   HZIO_ASSIGN_OR_RETURN(io::File f, io::File::open(p.stats_ready_path, io::File::Mode::kCreate, fault_seam_));
   HZIO_RETURN_IF_ERROR(f.write_at(0, bytes));
@@ -410,19 +532,31 @@ Status DataFiles::finish(const Key& key, Pending& p) {
   }
   // A corrupt old file fails the commit: replacing it would silently drop the blocks not rewritten.
   HZIO_ASSIGN_OR_RETURN(Stored * prior, stored(key, nullptr));
-  if (prior && prior->exists && !prior->stats_loaded) {
-    (void)load_stats(*prior, nullptr);  // a bad sidecar only means the old blocks' stats are unknown
-  }
   bool needs_old = false;
   if (prior && prior->exists) {
+    (void)load_stats(*prior, nullptr);  // a malformed sidecar only means the old blocks' stats are unknown
     for (size_t i = 0; i < p.entries.size(); ++i) needs_old |= prior->entries[i].present() && !p.entries[i].present();
+  }
+  if (needs_old && !prior->header_error.is_ok()) {  // the old blocks' places are not to be trusted
+    (void)io::remove_path(p.log_path);
+    return prior->header_error;
   }
   if (!p.canonical || needs_old) return rebuild(key, p, prior);
   std::vector<std::byte> header;
   format::serialize_header_table(p.entries, header);
+  const size_t parts = stats::checksum_parts(sub_block_bits_);
+  std::vector<uint64_t> checksums(p.entries.size() * parts);
+  for (size_t i = 0; i < p.entries.size(); ++i) {
+    if (!p.entries[i].present()) continue;
+    if (p.checksums[i].size() != parts) {
+      (void)io::remove_path(p.log_path);
+      return internal_error("no checksums for an entry of " + p.log_path);
+    }
+    std::copy(p.checksums[i].begin(), p.checksums[i].end(), checksums.begin() + static_cast<ptrdiff_t>(i * parts));
+  }
   Status s = p.log->write_at(0, header);
   if (s.is_ok() && p.direct) s = p.log->truncate(p.end);  // drop the last page's padding
-  if (s.is_ok()) s = write_stats(p, prior, p.entries, p.end, header);
+  if (s.is_ok()) s = write_stats(p, prior, p.entries, p.end, header, checksums);
   if (s.is_ok() && durable_) s = p.log->sync();
   if (s.is_ok())
     p.ready_path = p.log_path;
@@ -453,12 +587,33 @@ Status DataFiles::publish() {
   HZIO_RETURN_IF_ERROR(prepare_locked());
   Status first_error;
   for (auto& [key, p] : pending_) {
-    Status s = first_error.is_ok() && !p->stats_ready_path.empty()
-                   ? io::rename_file(p->stats_ready_path, p->final_path + stats::kStatsSuffix, false, nullptr,
-                                     fault_seam_.get())
-                   : Status::ok();
-    if (s.is_ok() && first_error.is_ok())
-      s = io::rename_file(p->ready_path, p->final_path, durable_, nullptr, fault_seam_.get());
+    // The old sidecar is put aside, not replaced, until the data file is in place: if that rename
+    // fails, the old file gets its own sidecar back, never statistics and checksums of data it does not
+    // hold (docs/design/commit.md "Publishing a data file").
+    const std::string sidecar = p->final_path + stats::kStatsSuffix;
+    const std::string aside = sidecar + ".old." + std::to_string(::getpid());
+    bool put_aside = false;
+    Status s = first_error;
+    if (s.is_ok() && !p->stats_ready_path.empty() && io::file_exists(sidecar)) {
+      s = io::rename_file(sidecar, aside, false, nullptr, fault_seam_.get());
+      put_aside = s.is_ok();
+    }
+    bool placed = false;
+    if (s.is_ok() && !p->stats_ready_path.empty()) {
+      s = io::rename_file(p->stats_ready_path, sidecar, false, nullptr, fault_seam_.get());
+      placed = s.is_ok();
+    }
+    bool renamed = false;  // the data file is in place, even when the folder's fsync after it failed
+    if (s.is_ok()) s = io::rename_file(p->ready_path, p->final_path, durable_, &renamed, fault_seam_.get());
+    if (!renamed && first_error.is_ok()) {
+      // Nothing of this file was published: the old sidecar (or none) describes the old file again.
+      if (put_aside)
+        (void)io::rename_file(aside, sidecar, false);
+      else if (placed)
+        (void)io::remove_path(sidecar);
+    } else if (put_aside) {
+      (void)io::remove_path(aside);
+    }
     if (!s.is_ok()) first_error = s;
     if (!first_error.is_ok()) {
       (void)io::remove_path(p->ready_path);

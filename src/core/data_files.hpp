@@ -2,6 +2,7 @@
 // commit atomically (docs/design/commit.md). Layer: core.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -26,12 +27,20 @@ struct BlockLocation {
   format::BlockEntry entry;
   std::shared_ptr<const io::File> file;
   bool committed = false;  // in a committed data file (not a write log that may still grow)
+  // What DataFiles::check_payload compares the payload with: the sidecar of its committed file when
+  // reads verify checksums and the sidecar has them (null otherwise), and the block's entry in it.
+  std::shared_ptr<const stats::StatsTable> sidecar;
+  size_t entry_index = 0;
+  int field = 0;
+  int64_t time = 0;
+  uint64_t block = 0;
 };
 
 class DataFiles {
  public:
-  // sub_block_bits: sub-block bits (0 = per block only).
-  DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable, int sub_block_bits = 0);
+  // sub_block_bits: sub-block bits (0 = per block only). verify: reads check payloads against the
+  // checksums of the sidecars (locate() loads them).
+  DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable, int sub_block_bits = 0, bool verify = true);
   ~DataFiles();
 
   // Local, thread-safe. The seam through which tests fail this dataset's file operations (faults.hpp):
@@ -40,13 +49,27 @@ class DataFiles {
 
   // Local, thread-safe. The stored block (uncommitted writes first), or nullopt if it is missing
   // (entry zero or file absent). Counts opened files and header bytes in `report`.
-  // Errors: kCorrupt (bad header table, naming the file), kIo.
+  // Errors: kCorrupt (bad header table, naming the file; when verifying, a header table that does not
+  // match its sidecar's checksum, or a malformed sidecar), kIo.
   Result<std::optional<BlockLocation>> locate(int field, int64_t time, uint64_t block, ReadReport* report);
 
+  // Local, thread-safe. Checks a located block's stored payload (all `entry.size` bytes) against its
+  // checksums; ok when the location has none. Errors: kCorrupt naming the file, field, timestep and block.
+  Status check_payload(const BlockLocation& where, std::span<const std::byte> payload) const;
+  // Local, thread-safe. The same for the checksum parts [first, first + count) of the payload
+  // (stats::checksum_part_bytes each), whose bytes `bytes` holds, as queries read raw blocks' parts.
+  Status check_payload_parts(const BlockLocation& where, size_t first, size_t count,
+                             std::span<const std::byte> bytes) const;
+  // Local. Whether reads check checksums.
+  bool verifies() const { return verify_; }
+  // Local, thread-safe. How many checksum mismatches check_payload and locate have found so far.
+  uint64_t checksum_mismatches() const { return mismatches_.load(); }
+
   // Local, not thread-safe. Appends a payload for (field, time, block) to its file's write log, with
-  // the block's statistics (nullptr: unknown).
+  // the block's statistics (nullptr: unknown) and its checksums (payload_checksums() with sub_block_bits();
+  // empty: computed here).
   Status append(int field, int64_t time, uint64_t block, std::span<const std::byte> payload, uint32_t flags,
-                const stats::BlockStats* block_stats = nullptr);
+                const stats::BlockStats* block_stats = nullptr, std::span<const uint64_t> checksums = {});
 
   // A block's place in its file's write log.
   struct Reserved {
@@ -68,9 +91,10 @@ class DataFiles {
   // writer thread per log, which overlaps the disk with the next batch's encoding). Errors: kIo, also of
   // an earlier write-out that failed.
   Status write_out();
-  // Local, thread-safe. Attaches statistics to a reserved block; call after its bytes are written to ask
-  // for early write-back of the log.
-  void finish_reserved(int field, int64_t time, uint64_t block, const stats::BlockStats* block_stats);
+  // Local, thread-safe. Attaches statistics and checksums (as for append(), not empty) to a reserved
+  // block; call after its bytes are written to ask for early write-back of the log.
+  void finish_reserved(int field, int64_t time, uint64_t block, const stats::BlockStats* block_stats,
+                       std::span<const uint64_t> checksums);
 
   // Local, thread-safe. The committed statistics of a block: nullopt when unknown (no valid sidecar),
   // count 0 when the block is missing. Errors: as locate().
@@ -99,6 +123,9 @@ class DataFiles {
 
   // Local, thread-safe. Size and header-table CRC of the committed file holding `block` (nullopt if absent).
   Result<std::optional<std::pair<uint64_t, uint32_t>>> file_identity(int64_t time, uint64_t block);
+  // Local, thread-safe. Whether the committed file holding `block` has a sidecar with checksums that
+  // describes it (false for an absent file).
+  Result<bool> has_checksums(int64_t time, uint64_t block);
 
   // Local. The path of the file holding `block` at `time`.
   Result<std::string> file_path(int64_t time, uint64_t block) const;
@@ -118,14 +145,18 @@ class DataFiles {
   Status write_out(Pending& p);                  // hands the buffered bytes to a writer thread
   Status wait_written(Pending& p);               // waits for the writer; the log's first write error if any
   Status load_stats(Stored& s, ReadReport* report);
+  Result<stats::StatsTable> read_sidecar(const io::File& f, const std::string& path, ReadReport* report) const;
   Status write_stats(Pending& p, Stored* old, const std::vector<format::BlockEntry>& entries, uint64_t file_size,
-                     std::span<const std::byte> header);
+                     std::span<const std::byte> header, const std::vector<uint64_t>& checksums);
+  Status mismatch(const BlockLocation& where, const std::string& what) const;
   std::vector<int> components() const;
 
   const format::IdxFile* idx_;
   std::string idx_dir_;
   bool durable_;
   int sub_block_bits_ = 0;
+  bool verify_ = true;
+  mutable std::atomic<uint64_t> mismatches_{0};
   std::shared_ptr<io::FaultSeam> fault_seam_ = std::make_shared<io::FaultSeam>();
   std::mutex mutex_;
   std::map<Key, std::unique_ptr<Stored>> stored_;

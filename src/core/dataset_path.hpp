@@ -32,6 +32,12 @@ struct CreatePlan {
 // being replaced. kIo when the OS cannot tell what a path is.
 Result<CreatePlan> plan_create(const std::string& idx_path, const format::IdxFile& next, bool overwrite);
 
+// Local. The files that writers which did not finish a commit left for the dataset whose .idx is at the
+// absolute path `idx_path`: `<data file>.log.<pid>`, `.tmp.<pid>`, `.hzstats.tmp.<pid>` and
+// `.hzstats.old.<pid>` of any timestep (listed or not) inside the .idx's folder, and `<idx>.tmp.<pid>`.
+// Sorted. Errors: kIo, kFormat (templates).
+Result<std::vector<std::string>> leftover_files(const std::string& idx_path, const format::IdxFile& idx);
+
 // Local. Removes the files of plan.remove, then the folders below plan.data_root (and itself) that held
 // them and are left empty. Errors: kIo.
 Status remove_replaced(const CreatePlan& plan);

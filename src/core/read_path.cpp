@@ -169,13 +169,25 @@ Status Dataset::Impl::read_in_windows(LocatedBlocks& plan, const Box& box, int l
   const core::WindowPlan windows = core::plan_windows(*space_, level, placed, box, view.grid, fc.dtype.bytes());
   if (blocks_resident(placed_spans)) {
     core::assemble_windows(windows, placed, view, fill, pool_);
-    return Status::ok();
+  } else {
+    // From the disk: windows wait for their blocks, loaded file by file as the windows need them.
+    core::BlockLoader loader(std::move(placed_spans), windows.first_use);
+    core::assemble_windows(windows, placed, view, fill, pool_,
+                           [&](const std::vector<uint32_t>& b) { return loader.wait_for(b); });
+    HZIO_RETURN_IF_ERROR(loader.status());
   }
-  // From the disk: windows wait for their blocks, loaded file by file as the windows need them.
-  core::BlockLoader loader(std::move(placed_spans), windows.first_use);
-  core::assemble_windows(windows, placed, view, fill, pool_,
-                         [&](const std::vector<uint32_t>& b) { return loader.wait_for(b); });
-  return loader.status();
+  // The checksums are checked once the blocks are in the page cache, where hashing them is cheap; the
+  // output is not the caller's until they hold.
+  std::mutex mutex;
+  Status first_error;
+  pool_.parallel_for(plan.blocks.size(), [&](size_t i) {
+    if (!plan.where[i]) return;
+    const core::BlockLocation& w = *plan.where[i];
+    const Status s = files_->check_payload(w, {w.file->map_readonly() + w.entry.offset, w.entry.size});
+    std::lock_guard lock(mutex);
+    if (!s.is_ok() && first_error.is_ok()) first_error = s;
+  });
+  return first_error;
 }
 
 Status Dataset::Impl::read_block_by_block(LocatedBlocks& plan, const Box& box, int level, int min_level, int field,
@@ -217,12 +229,13 @@ Status Dataset::Impl::read_block_by_block(LocatedBlocks& plan, const Box& box, i
     } else if (w && !(keep && b == 0) && mapped(*w, field)) {
       layout = format::layout_of(w->entry.flags);
       data = w->file->map_readonly() + w->entry.offset;
+      s = files_->check_payload(*w, {data, w->entry.size});
       mine.bytes_read += w->entry.size;
       read += 1;
       min_bytes += w->entry.size;
     } else if (w) {
       buffer.resize(bytes);
-      auto l = core::load_block(*w, fc, *space_, idx_.ndim, b, scratch, buffer, &mine);
+      auto l = core::load_block(*files_, *w, fc, *space_, idx_.ndim, b, scratch, buffer, &mine);
       read += 1;
       min_bytes += w->entry.size;
       if (l.is_ok()) {

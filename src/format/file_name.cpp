@@ -180,7 +180,8 @@ Result<DataFileNames> DataFileNames::of(const IdxFile& idx, const std::string& i
     if (i > root_end && name[i] == '/') ++out.depth_;
   }
   out.depth_ += extra;
-  pattern += "(?:\\.hzstats)?(?:\\.(?:log|tmp)\\.[0-9]+)?";
+  // Sidecars, and what commits stage or put aside (docs/design/commit.md).
+  pattern += "(?:\\.hzstats(?:\\.(?:tmp|old)\\.[0-9]+)?|\\.(?:log|tmp)\\.[0-9]+)?";
   try {
     out.pattern_ = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
   } catch (const std::regex_error&) {

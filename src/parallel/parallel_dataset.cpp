@@ -109,7 +109,10 @@ Result<std::unique_ptr<ParallelDataset>> ParallelDataset::create(MPI_Comm comm, 
                                                                  const CreateOptions& options,
                                                                  const ParallelOptions& parallel) {
   HZIO_ASSIGN_OR_RETURN(auto impl, make_impl(comm, parallel));
-  OpenOptions open{.writable = true, .durable = parallel.durable, .threads = parallel.threads};
+  OpenOptions open{.writable = true,
+                   .durable = parallel.durable,
+                   .threads = parallel.threads,
+                   .verify_checksums = parallel.verify_checksums};
   Status s;
   if (impl->rank_ == 0) {
     auto ds = Dataset::create(path, options, open);
@@ -133,7 +136,10 @@ Result<std::unique_ptr<ParallelDataset>> ParallelDataset::create(MPI_Comm comm, 
 Result<std::unique_ptr<ParallelDataset>> ParallelDataset::open(MPI_Comm comm, const std::string& path,
                                                                const ParallelOptions& parallel, bool writable) {
   HZIO_ASSIGN_OR_RETURN(auto impl, make_impl(comm, parallel));
-  auto ds = Dataset::open(path, {.writable = writable, .durable = parallel.durable, .threads = parallel.threads});
+  auto ds = Dataset::open(path, {.writable = writable,
+                                 .durable = parallel.durable,
+                                 .threads = parallel.threads,
+                                 .verify_checksums = parallel.verify_checksums});
   Status s = ds.status();
   if (writable && ds.is_ok() && core::DatasetParts(*ds.value()).idx.interleave > 1)
     s = unsupported("parallel writes of interleaved datasets");

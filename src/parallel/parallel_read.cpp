@@ -107,10 +107,12 @@ Status read_for_everyone(core::DatasetParts& d, const std::vector<BlockKey>& key
     if (d.mapped(w, f)) {
       out.data[i] = w.file->map_readonly() + w.entry.offset;
       io[i].bytes_read += static_cast<int64_t>(w.entry.size);
+      errors[i] = d.files.check_payload(w, {out.data[i], w.entry.size});
+      if (!errors[i].is_ok()) return;
     } else {
       std::vector<std::byte> scratch;
       out.decoded[i].resize(d.block_bytes(f));
-      auto l = core::load_block(w, d.coding[f], d.space, d.idx.ndim, b, scratch, out.decoded[i], &io[i]);
+      auto l = core::load_block(d.files, w, d.coding[f], d.space, d.idx.ndim, b, scratch, out.decoded[i], &io[i]);
       if (!l.is_ok()) {
         errors[i] = l.status();
         return;

@@ -80,16 +80,65 @@ TEST(StatsFile, RoundTripsAndRejectsStaleOrDamagedSidecars) {
   t.entries[1].block.count = kUnknown;
   t.entries[3].block = {2, {0, 1, 2}, {3, 4, 5}};
   t.entries[3].parts = {{1, {0, 1, 2}, {0, 1, 2}}, {1, {3, 4, 5}, {3, 4, 5}}};
-  const auto bytes = serialize_stats_file(t, 1234, 99);
-  auto back = parse_stats_file(bytes, {1, 3}, 2, 1234, 99, "s").value();
+  t.checksums = {11, 12, 0, 0, 0, 0, 41, 42};
+  t.data_file_size = 1234;
+  t.header_crc = 99;
+  const auto bytes = serialize_stats_file(t);
+  auto back = parse_stats_file(bytes, {1, 3}, 2, "s").value();
+  EXPECT_EQ(back.version, 2u);
   EXPECT_EQ(back.entries[0].block.count, 7u);
   EXPECT_EQ(back.entries[0].parts[1].min[0], 1.2);
   EXPECT_EQ(back.entries[1].block.count, kUnknown);
   EXPECT_EQ(back.entries[3].block.max[2], 5.0);
-  EXPECT_EQ(parse_stats_file(bytes, {1, 3}, 2, 1235, 99, "s").status().code(), ErrorCode::kNotFound);
-  EXPECT_EQ(parse_stats_file(std::span(bytes).first(bytes.size() - 1), {1, 3}, 2, 1234, 99, "s").status().code(),
+  EXPECT_EQ(back.checksums, t.checksums);
+  EXPECT_EQ(binding_of(back, 1234, 99), Binding::kCurrent);
+  EXPECT_EQ(binding_of(back, 1235, 99), Binding::kStale);
+  EXPECT_EQ(binding_of(back, 1234, 98), Binding::kHeaderMismatch);
+  EXPECT_EQ(parse_stats_file(std::span(bytes).first(bytes.size() - 1), {1, 3}, 2, "s").status().code(),
             ErrorCode::kCorrupt);
-  EXPECT_EQ(parse_stats_file(bytes, {1, 1}, 2, 1234, 99, "s").status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(parse_stats_file(bytes, {1, 1}, 2, "s").status().code(), ErrorCode::kCorrupt);
+  // Every flipped bit of the sidecar itself is refused (its own checksum, or a header check first).
+  for (size_t bit = 0; bit < 8 * bytes.size(); ++bit) {
+    auto flipped = bytes;
+    flipped[bit / 8] ^= std::byte{static_cast<unsigned char>(1u << (bit % 8))};
+    EXPECT_FALSE(parse_stats_file(flipped, {1, 3}, 2, "s").is_ok()) << "bit " << bit;
+  }
+}
+
+TEST(StatsFile, ReadsVersionOneWithoutChecksums) {
+  // The version 1 sidecar of docs/format.md's tiny example as the changelog's format 1.0 wrote it: one
+  // uint8 field, bpf 4, data file of 216 bytes with header CRC 0x7ae909c5.
+  const unsigned char v1[] = {
+      0x48, 0x5a, 0x53, 0x54, 0x41, 0x54, 0x53, 0x31, 0x01, 0,    0,    0, 0x01, 0,    0,    0, 0x04, 0,    0,
+      0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0, 0,    0xd8, 0,    0, 0,    0,    0,
+      0,    0,    0xc5, 0x09, 0xe9, 0x7a, 0,    0,    0,    0,    0x01, 0, 0,    0,    0,    0, 0,    0,    0x04,
+      0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0, 0,    0,    0,    0, 0,    0,    0,
+      0,    0,    0x24, 0x40, 0x04, 0,    0,    0,    0,    0,    0,    0, 0,    0,    0,    0, 0,    0,    0xf0,
+      0x3f, 0,    0,    0,    0,    0,    0,    0x26, 0x40, 0x04, 0,    0, 0,    0,    0,    0, 0,    0,    0,
+      0,    0,    0,    0,    0x10, 0x40, 0,    0,    0,    0,    0,    0, 0x2a, 0x40, 0x04, 0, 0,    0,    0,
+      0,    0,    0,    0,    0,    0,    0,    0,    0,    0x18, 0x40, 0, 0,    0,    0,    0, 0,    0x2e, 0x40};
+  static_assert(sizeof(v1) == 152);
+  auto t = parse_stats_file(std::as_bytes(std::span(v1)), {1}, 4, "v1").value();
+  EXPECT_EQ(t.version, 1u);
+  EXPECT_TRUE(t.checksums.empty());
+  EXPECT_EQ(t.entries[3].block.max[0], 15.0);
+  EXPECT_EQ(binding_of(t, 216, 0x7ae909c5u), Binding::kCurrent);
+  EXPECT_EQ(binding_of(t, 216, 1), Binding::kStale);  // version 1: another header table is another file version
+}
+
+TEST(StatsFile, PayloadChecksumsCoverEqualChunks) {
+  std::vector<std::byte> payload(100);
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<std::byte>(i * 7);
+  uint64_t whole = 0, parts[4] = {};
+  payload_checksums(payload, 0, &whole);
+  EXPECT_EQ(whole, checksum_of(payload));
+  payload_checksums(payload, 2, parts);
+  EXPECT_EQ(checksum_part_bytes(100, 2), 25u);
+  for (size_t k = 0; k < 4; ++k) EXPECT_EQ(parts[k], checksum_of(std::span(payload).subspan(25 * k, 25)));
+  uint64_t short_parts[4] = {};
+  payload_checksums(std::span(payload).first(5), 2, short_parts);  // parts of 2, 2, 1 and 0 bytes
+  EXPECT_EQ(short_parts[2], checksum_of(std::span(payload).subspan(4, 1)));
+  EXPECT_EQ(short_parts[3], checksum_of(std::span<const std::byte>()));
 }
 
 }  // namespace

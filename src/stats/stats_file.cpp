@@ -1,8 +1,10 @@
 // Encoding and checking of the .hzstats sidecar (docs/format.md "Statistics sidecar").
 #include "stats/stats_file.hpp"
 
+#include <xxhash.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace hzio::stats {
@@ -10,6 +12,7 @@ namespace {
 
 constexpr char kMagic[8] = {'H', 'Z', 'S', 'T', 'A', 'T', 'S', '1'};
 constexpr size_t kHeaderBytes = 48;
+constexpr uint32_t kChecksumXxh3 = 1;  // the checksum kind of version 2: XXH3, 64 bits, seed 0
 
 template <class T>
 void put(std::vector<std::byte>& out, T v) {
@@ -70,64 +73,97 @@ uint32_t crc32_of(std::span<const std::byte> bytes) {
   return static_cast<uint32_t>(crc);
 }
 
-std::vector<std::byte> serialize_stats_file(const StatsTable& t, uint64_t data_file_size, uint32_t header_crc) {
+uint64_t checksum_of(std::span<const std::byte> bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
+
+uint64_t checksum_part_bytes(uint64_t size, int sub_block_bits) {
+  const uint64_t parts = checksum_parts(sub_block_bits);
+  return (size + parts - 1) / parts;
+}
+
+void payload_checksums(std::span<const std::byte> payload, int sub_block_bits, uint64_t* out) {
+  const uint64_t part = checksum_part_bytes(payload.size(), sub_block_bits);
+  for (size_t k = 0; k < checksum_parts(sub_block_bits); ++k) {
+    const uint64_t begin = std::min<uint64_t>(k * part, payload.size());
+    const uint64_t end = std::min<uint64_t>(begin + part, payload.size());
+    out[k] = checksum_of(payload.subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin)));
+  }
+}
+
+Binding binding_of(const StatsTable& t, uint64_t size, uint32_t header_crc) {
+  if (t.data_file_size != size) return Binding::kStale;
+  if (t.header_crc == header_crc) return Binding::kCurrent;
+  return t.version >= 2 ? Binding::kHeaderMismatch : Binding::kStale;
+}
+
+std::vector<std::byte> serialize_stats_file(const StatsTable& t) {
   std::vector<std::byte> out;
   for (char c : kMagic) out.push_back(static_cast<std::byte>(c));
-  put<uint32_t>(out, 1);
+  put<uint32_t>(out, kStatsVersion);
   put<uint32_t>(out, static_cast<uint32_t>(t.components.size()));
   put<uint64_t>(out, static_cast<uint64_t>(t.blocks_per_file));
   put<uint32_t>(out, static_cast<uint32_t>(t.sub_block_bits));
-  put<uint32_t>(out, 0);
-  put<uint64_t>(out, data_file_size);
-  put<uint32_t>(out, header_crc);
+  put<uint32_t>(out, kChecksumXxh3);
+  put<uint64_t>(out, t.data_file_size);
+  put<uint32_t>(out, t.header_crc);
   put<uint32_t>(out, 0);
   for (int c : t.components) put<uint32_t>(out, static_cast<uint32_t>(c));
   if (t.components.size() % 2) put<uint32_t>(out, 0);
   const size_t parts = t.sub_block_bits > 0 ? size_t{1} << t.sub_block_bits : 0;
+  const size_t sums = checksum_parts(t.sub_block_bits);
   for (size_t i = 0; i < t.entries.size(); ++i) {
     const int comps = t.components[i / static_cast<size_t>(t.blocks_per_file)];
+    for (size_t k = 0; k < sums; ++k)
+      put<uint64_t>(out, i * sums + k < t.checksums.size() ? t.checksums[i * sums + k] : 0);
     const BlockStats& e = t.entries[i];
     put_range(out, e.block, comps);
     for (size_t p = 0; p < parts; ++p)
       put_range(out, p < e.parts.size() ? e.parts[p] : RangeStats{e.block.count == 0 ? 0 : kUnknown, {}, {}}, comps);
   }
+  put<uint64_t>(out, checksum_of(out));
   return out;
 }
 
 Result<StatsTable> parse_stats_file(std::span<const std::byte> bytes, const std::vector<int>& components,
-                                    int64_t blocks_per_file, uint64_t data_file_size, uint32_t header_crc,
-                                    const std::string& name) {
+                                    int64_t blocks_per_file, const std::string& name) {
   const std::string where = "statistics file " + name + ": ";
   if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, 8) != 0)
     return corrupt(where + "bad magic or truncated header");
   const std::byte* p = bytes.data();
-  if (get<uint32_t>(p + 8) != 1) return corrupt(where + "unknown version " + std::to_string(get<uint32_t>(p + 8)));
+  StatsTable t;
+  t.version = get<uint32_t>(p + 8);
+  if (t.version != 1 && t.version != 2) return corrupt(where + "unknown version " + std::to_string(t.version));
   if (get<uint32_t>(p + 12) != components.size() || get<uint64_t>(p + 16) != static_cast<uint64_t>(blocks_per_file)) {
     return corrupt(where + "field count or blocks per file differ from the dataset");
   }
-  StatsTable t;
   t.sub_block_bits = static_cast<int>(get<uint32_t>(p + 24));
   if (t.sub_block_bits > 24)
     return corrupt(where + "sub-block bits " + std::to_string(t.sub_block_bits) + " out of range");
-  if (get<uint64_t>(p + 32) != data_file_size || get<uint32_t>(p + 40) != header_crc) {
-    return not_found(where + "describes another version of its data file");
-  }
+  if (t.version == 2 && get<uint32_t>(p + 28) != kChecksumXxh3)
+    return corrupt(where + "unknown checksum kind " + std::to_string(get<uint32_t>(p + 28)));
+  t.data_file_size = get<uint64_t>(p + 32);
+  t.header_crc = get<uint32_t>(p + 40);
   t.blocks_per_file = blocks_per_file;
   t.components = components;
   const size_t fields_bytes = (components.size() + components.size() % 2) * 4;
   const size_t parts = t.sub_block_bits > 0 ? size_t{1} << t.sub_block_bits : 0;
-  size_t want = kHeaderBytes + fields_bytes;
-  for (int c : components) want += static_cast<size_t>(blocks_per_file) * (1 + parts) * range_record_bytes(c);
+  const size_t sums = t.version == 2 ? checksum_parts(t.sub_block_bits) : 0;
+  size_t want = kHeaderBytes + fields_bytes + (t.version == 2 ? 8 : 0);
+  for (int c : components)
+    want += static_cast<size_t>(blocks_per_file) * ((1 + parts) * range_record_bytes(c) + 8 * sums);
   if (bytes.size() != want)
     return corrupt(where + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(want));
+  if (t.version == 2 && checksum_of(bytes.first(bytes.size() - 8)) != get<uint64_t>(p + bytes.size() - 8))
+    return corrupt(where + "its own checksum does not match (the sidecar is damaged)");
   for (size_t f = 0; f < components.size(); ++f) {
     if (get<uint32_t>(p + kHeaderBytes + 4 * f) != static_cast<uint32_t>(components[f]))
       return corrupt(where + "component counts differ");
   }
   p += kHeaderBytes + fields_bytes;
   t.entries.resize(components.size() * static_cast<size_t>(blocks_per_file));
+  t.checksums.resize(t.entries.size() * sums);
   for (size_t i = 0; i < t.entries.size(); ++i) {
     const int comps = components[i / static_cast<size_t>(blocks_per_file)];
+    for (size_t k = 0; k < sums; ++k, p += 8) t.checksums[i * sums + k] = get<uint64_t>(p);
     p = read_range_record(p, t.entries[i].block, comps);
     t.entries[i].parts.resize(parts);
     for (size_t k = 0; k < parts; ++k) p = read_range_record(p, t.entries[i].parts[k], comps);

@@ -15,22 +15,53 @@ namespace hzio::stats {
 
 inline constexpr char kStatsSuffix[] = ".hzstats";
 
-// The stats of every (field, slot) entry of one data file.
+// The sidecar version hzio writes: 2 adds payload checksums to version 1 (docs/format.md).
+inline constexpr uint32_t kStatsVersion = 2;
+
+// The stats and payload checksums of every (field, slot) entry of one data file, and the data file
+// version they describe (its size and the CRC-32 of its header table).
 struct StatsTable {
+  uint32_t version = kStatsVersion;  // 1: no checksums (read only)
   int sub_block_bits = 0;
   int64_t blocks_per_file = 0;
   std::vector<int> components;      // per field
   std::vector<BlockStats> entries;  // field * blocks_per_file + slot; block.count 0 = missing, kUnknown = unknown
+  // Version 2: checksum_parts(sub_block_bits) checksums per entry, entry-major (all zero for a missing
+  // block). Empty in version 1.
+  std::vector<uint64_t> checksums;
+  uint64_t data_file_size = 0;
+  uint32_t header_crc = 0;
 };
 
-// Local. The sidecar bytes for `table`, bound to the data file by its size and the CRC-32 of its header table.
-std::vector<std::byte> serialize_stats_file(const StatsTable& table, uint64_t data_file_size, uint32_t header_crc);
+// How a sidecar relates to the data file as it is now.
+enum class Binding {
+  kCurrent,         // same size and header table: the sidecar describes this file
+  kStale,           // another size (or, for version 1, another header table): the file was rewritten elsewhere
+  kHeaderMismatch,  // version 2, same size, another header table: the header table is damaged
+};
 
-// Local. Decodes a sidecar. Errors: kCorrupt (malformed, naming `name`), kNotFound when it describes another
-// version of the data file (size or header CRC differ: the data file was rewritten by another tool).
+// Local. Whether `table` describes a data file of `size` bytes whose header table has CRC `header_crc`.
+Binding binding_of(const StatsTable& table, uint64_t size, uint32_t header_crc);
+
+// Local. The sidecar bytes (version 2) for `table`. Its checksums must hold checksum_parts(sub_block_bits)
+// values per entry.
+std::vector<std::byte> serialize_stats_file(const StatsTable& table);
+
+// Local. Decodes a sidecar of version 1 or 2 (the caller checks its binding_of the data file). Errors:
+// kCorrupt (malformed, or its own checksum fails, naming `name`).
 Result<StatsTable> parse_stats_file(std::span<const std::byte> bytes, const std::vector<int>& components,
-                                    int64_t blocks_per_file, uint64_t data_file_size, uint32_t header_crc,
-                                    const std::string& name);
+                                    int64_t blocks_per_file, const std::string& name);
+
+// Local. Checksums per payload: the payload is cut into this many equal parts (the last may be shorter),
+// so that a raw block's parts, which queries read alone, can be checked alone.
+inline size_t checksum_parts(int sub_block_bits) { return size_t{1} << sub_block_bits; }
+// Local. Bytes per checksum part of a payload of `size` bytes.
+uint64_t checksum_part_bytes(uint64_t size, int sub_block_bits);
+// Local, thread-safe. Writes the checksum_parts(sub_block_bits) checksums (XXH3-64 of each part) of
+// `payload` to `out`.
+void payload_checksums(std::span<const std::byte> payload, int sub_block_bits, uint64_t* out);
+// Local, thread-safe. XXH3-64 of a byte range.
+uint64_t checksum_of(std::span<const std::byte> bytes);
 
 // Local. One range's statistics in the sidecar's record form (docs/format.md "Statistics sidecar"):
 // count, then min and max per component; min and max are 0 when the count is 0 or unknown. The

@@ -61,14 +61,14 @@ def table_bytes(nfields, bpf):
 
 
 def sidecar_bytes(components, bpf, g):
-    """Size of a statistics sidecar (format.md "Statistics sidecar", "Bytes").
+    """Size of a version 2 statistics sidecar (format.md "Statistics sidecar", "Bytes").
 
-    One range record per block plus ``2**g`` part records when ``g > 0`` (no part records when
-    ``g == 0``, as the format's 152-byte example shows; its formula's ``1 + 2**g`` says 2).
+    Per entry ``2**g`` checksums of 8 bytes, one range record for the block plus ``2**g`` part records
+    when ``g > 0`` (no part records when ``g == 0``), then the sidecar's own 8-byte checksum.
     """
     n = len(components)
     parts = 2 ** g if g else 0
-    return 48 + 8 * ((n + 1) // 2) + sum(bpf * (1 + parts) * (8 + 16 * c) for c in components)
+    return 48 + 8 * ((n + 1) // 2) + sum(bpf * ((1 + parts) * (8 + 16 * c) + 8 * 2 ** g) for c in components) + 8
 
 
 def _outward(v, down):
@@ -582,7 +582,10 @@ def test_truncated_sidecar_is_corrupt_error_naming_it(indexed, keep):
     with hzio.open(str(w.path)) as ds:
         with pytest.raises(hzio.CorruptError, match=re.escape(str(victim))):
             ds.query("f0", -1e30, 1e30)
-    with hzio.open(str(w.path)) as ds:  # plain reads never open sidecars
+    with hzio.open(str(w.path)) as ds:  # reads check checksums, so they need the sidecar too
+        with pytest.raises(hzio.CorruptError, match=re.escape(str(victim))):
+            ds.read(field="f0")
+    with hzio.open(str(w.path), verify=False) as ds:  # unless told not to
         np.testing.assert_array_equal(ds.read(field="f0"), w.src["f0"])
 
 
