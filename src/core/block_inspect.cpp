@@ -14,52 +14,56 @@ namespace hzio {
 Result<std::vector<BlockInfo>> Dataset::block_infos(std::string_view field, int64_t time) {
   int f = 0;
   HZIO_RETURN_IF_ERROR(impl_->check_field_time(field, time, false, f));
-  const auto& idx = impl_->idx_;
   std::vector<BlockInfo> out;
-  const int64_t total = idx.total_blocks();
-  for (int64_t first = 0; first < total; first += 1) {
-    if (format::first_block_of_file(idx, first) != first) continue;
-    HZIO_ASSIGN_OR_RETURN(std::string path, format::data_file_path(idx, impl_->dir_, first, time));
-    std::vector<format::BlockEntry> entries;
-    bool exists = io::file_exists(path);
-    if (exists) {
-      HZIO_ASSIGN_OR_RETURN(io::File file, io::File::open(path, io::File::Mode::kRead));
-      HZIO_ASSIGN_OR_RETURN(uint64_t size, file.size());
-      const uint64_t table = format::header_table_bytes(static_cast<int>(idx.fields.size()), idx.blocks_per_file);
-      std::vector<std::byte> bytes(static_cast<size_t>(std::min(table, size)));
-      HZIO_RETURN_IF_ERROR(file.read_at(0, bytes));
-      HZIO_ASSIGN_OR_RETURN(entries, format::parse_header_table(bytes, static_cast<int>(idx.fields.size()),
-                                                                idx.blocks_per_file, size, path));
-    }
-    for (int64_t b = first; b < total && format::first_block_of_file(idx, b) == first; ++b) {
-      BlockInfo info;
-      info.block = b;
-      info.level = impl_->space_->level_of_block(static_cast<uint64_t>(b));
-      info.file = path;
-      info.file_exists = exists;
-      info.entry = format::entry_in_file(idx, f, static_cast<uint64_t>(b));
+  HZIO_RETURN_IF_ERROR(impl_->consistent([&]() -> Status {
+    out.clear();
+    const auto& idx = impl_->idx_;
+    const int64_t total = idx.total_blocks();
+    for (int64_t first = 0; first < total; first += 1) {
+      if (format::first_block_of_file(idx, first) != first) continue;
+      HZIO_ASSIGN_OR_RETURN(std::string path, format::data_file_path(idx, impl_->dir_, first, time));
+      std::vector<format::BlockEntry> entries;
+      bool exists = io::file_exists(path);
       if (exists) {
-        const auto& e = entries[static_cast<size_t>(info.entry)];
-        info.offset = e.offset;
-        info.size = e.size;
-        info.flags = e.flags;
-        HZIO_ASSIGN_OR_RETURN(auto st, impl_->files_->block_stats(f, time, static_cast<uint64_t>(b), nullptr));
-        if (e.present()) {
-          HZIO_ASSIGN_OR_RETURN(info.checksums_known, impl_->files_->has_checksums(time, static_cast<uint64_t>(b)));
-        }
-        if (st) {
-          info.stats_known = true;
-          info.count = st->block.count;
-          info.min = st->block.min;
-          info.max = st->block.max;
-        }
-      } else {
-        info.stats_known = true;  // a missing block has no samples stored
+        HZIO_ASSIGN_OR_RETURN(io::File file, io::File::open(path, io::File::Mode::kRead));
+        HZIO_ASSIGN_OR_RETURN(uint64_t size, file.size());
+        const uint64_t table = format::header_table_bytes(static_cast<int>(idx.fields.size()), idx.blocks_per_file);
+        std::vector<std::byte> bytes(static_cast<size_t>(std::min(table, size)));
+        HZIO_RETURN_IF_ERROR(file.read_at(0, bytes));
+        HZIO_ASSIGN_OR_RETURN(entries, format::parse_header_table(bytes, static_cast<int>(idx.fields.size()),
+                                                                  idx.blocks_per_file, size, path));
       }
-      out.push_back(info);
+      for (int64_t b = first; b < total && format::first_block_of_file(idx, b) == first; ++b) {
+        BlockInfo info;
+        info.block = b;
+        info.level = impl_->space_->level_of_block(static_cast<uint64_t>(b));
+        info.file = path;
+        info.file_exists = exists;
+        info.entry = format::entry_in_file(idx, f, static_cast<uint64_t>(b));
+        if (exists) {
+          const auto& e = entries[static_cast<size_t>(info.entry)];
+          info.offset = e.offset;
+          info.size = e.size;
+          info.flags = e.flags;
+          HZIO_ASSIGN_OR_RETURN(auto st, impl_->files_->block_stats(f, time, static_cast<uint64_t>(b), nullptr));
+          if (e.present()) {
+            HZIO_ASSIGN_OR_RETURN(info.checksums_known, impl_->files_->has_checksums(time, static_cast<uint64_t>(b)));
+          }
+          if (st) {
+            info.stats_known = true;
+            info.count = st->block.count;
+            info.min = st->block.min;
+            info.max = st->block.max;
+          }
+        } else {
+          info.stats_known = true;  // a missing block has no samples stored
+        }
+        out.push_back(info);
+      }
+      if (idx.interleave > 1) break;  // interleaved files are not contiguous ranges; listed by first block only
     }
-    if (idx.interleave > 1) break;  // interleaved files are not contiguous ranges; listed by first block only
-  }
+    return Status::ok();
+  }));
   return out;
 }
 
@@ -132,12 +136,14 @@ Status Dataset::verify_block(std::string_view field, int64_t time, int64_t block
   int f = 0;
   HZIO_RETURN_IF_ERROR(impl_->check_field_time(field, time, false, f));
   if (block < 0 || block >= block_count()) return invalid_argument("block " + std::to_string(block) + " out of range");
-  HZIO_ASSIGN_OR_RETURN(auto where, impl_->files_->locate(f, time, static_cast<uint64_t>(block), nullptr));
-  if (!where) return Status::ok();
-  std::vector<std::byte> scratch, buffer(impl_->block_bytes(f));
-  auto layout = core::load_block(*impl_->files_, *where, impl_->coding_[f], *impl_->space_, impl_->idx_.ndim,
-                                 static_cast<uint64_t>(block), scratch, buffer, nullptr);
-  return layout.status();
+  return impl_->consistent([&]() -> Status {
+    HZIO_ASSIGN_OR_RETURN(auto where, impl_->files_->locate(f, time, static_cast<uint64_t>(block), nullptr));
+    if (!where) return Status::ok();
+    std::vector<std::byte> scratch, buffer(impl_->block_bytes(f));
+    auto layout = core::load_block(*impl_->files_, *where, impl_->coding_[f], *impl_->space_, impl_->idx_.ndim,
+                                   static_cast<uint64_t>(block), scratch, buffer, nullptr);
+    return layout.status();
+  });
 }
 
 }  // namespace hzio

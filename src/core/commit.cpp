@@ -1,6 +1,7 @@
 // The commit of pending writes (commit.hpp).
 #include "core/commit.hpp"
 
+#include "core/commit_marker.hpp"
 #include "io/posix_file.hpp"
 #include "util/clock.hpp"
 
@@ -15,6 +16,13 @@ Status commit_writes(DataFiles& files, const std::string& idx_path, format::IdxF
     next.time.set(all);
   }
   const bool grows = !steps.new_times.empty();
+  // A commit that replaces files of listed timesteps holds the commit marker while it renames them, and
+  // renames the .idx anew even when its text stays the same: readers compare the .idx before and after
+  // each read, so that none returns a mix of old and new files (docs/design/commit.md "Atomic rewrites").
+  bool rewrites = false;
+  for (int64_t t : files.pending_times()) rewrites |= idx.time.contains(t) && !steps.new_times.count(t);
+  rewrites = steps.any(rewrites);
+  const bool renames_idx = grows || rewrites;
   Status s;
   std::string idx_tmp;
   {
@@ -22,7 +30,7 @@ Status commit_writes(DataFiles& files, const std::string& idx_path, format::IdxF
     s = steps.agree(files.prepare());
     // The new .idx is written and made durable before any data file is renamed: a full disk fails the
     // commit while nothing is published yet. Only its rename is left for the end.
-    if (s.is_ok() && grows) {
+    if (s.is_ok() && renames_idx) {
       Status w;
       if (steps.writes_idx) {
         auto tmp = io::write_temp_file(idx_path, next.to_text(), steps.durable, files.fault_seam());
@@ -35,6 +43,11 @@ Status commit_writes(DataFiles& files, const std::string& idx_path, format::IdxF
     }
   }
   util::ScopedSeconds timer(result.publish_seconds);
+  bool marked = false;
+  if (s.is_ok() && rewrites) {
+    s = steps.agree(steps.writes_idx ? hold_commit_marker(idx_path) : Status::ok());
+    marked = true;  // held or not, released below
+  }
   if (s.is_ok()) s = steps.agree(files.publish());
   if (s.is_ok() && grows) {
     Status stale;
@@ -43,7 +56,7 @@ Status commit_writes(DataFiles& files, const std::string& idx_path, format::IdxF
     s = steps.agree(stale);
   }
   bool renamed = false;
-  if (s.is_ok() && grows) {
+  if (s.is_ok() && renames_idx) {
     Status w = steps.writes_idx ? io::rename_file(idx_tmp, idx_path, steps.durable, &renamed, files.fault_seam().get())
                                 : Status::ok();
     renamed = steps.any(renamed);
@@ -51,6 +64,12 @@ Status commit_writes(DataFiles& files, const std::string& idx_path, format::IdxF
   }
   if (!idx_tmp.empty() && !renamed) (void)io::remove_path(idx_tmp);
   if (renamed) idx.time = next.time;  // published, even if the folder's fsync then failed
+  if (marked && steps.writes_idx) {
+    // A failed publish may have replaced some files: the .idx is renamed anew all the same (its text
+    // unchanged), so that readers that ran meanwhile start again. Best effort: the commit failed already.
+    if (!renamed) (void)io::replace_file_atomically(idx_path, idx.to_text(), steps.durable);
+    release_commit_marker(idx_path);
+  }
   result.idx_published = renamed;
   return s;
 }

@@ -640,6 +640,13 @@ void DataFiles::remove_pending_files() {
   pending_.clear();
 }
 
+std::vector<int64_t> DataFiles::pending_times() const {
+  std::vector<int64_t> out;
+  for (const auto& [key, p] : pending_)
+    if (out.empty() || out.back() != key.first) out.push_back(key.first);
+  return out;
+}
+
 std::vector<int64_t> DataFiles::pending_files(int64_t time) const {
   std::vector<int64_t> out;
   for (const auto& [key, p] : pending_)

@@ -111,6 +111,8 @@ class DataFiles {
   void abort();
   bool has_pending() const { return !pending_.empty(); }
   size_t pending_count() const { return pending_.size(); }
+  // Local. The timesteps of the files written since the last commit, ascending, each once.
+  std::vector<int64_t> pending_times() const;
   // Local. The first blocks of the files of `time` written since the last commit.
   std::vector<int64_t> pending_files(int64_t time) const;
   // Local. Removes the data files (and sidecars) of a timestep not yet in the .idx that this commit does

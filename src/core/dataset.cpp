@@ -1,11 +1,9 @@
 // hzio::Dataset lifecycle: create, open, metadata, flush and close (include/hzio/dataset.hpp).
 #include <algorithm>
-#include <chrono>
 #include <cctype>
 #include <cmath>
 #include <cstring>
 #include <map>
-#include <thread>
 
 #include "core/commit.hpp"
 #include "core/dataset_impl.hpp"
@@ -326,20 +324,37 @@ Status Dataset::read_box(const Box& box, int level, std::string_view field, int6
     return invalid_argument("read output needs " + std::to_string(want) + " bytes, got " + std::to_string(out_bytes));
   }
   ReadReport local;
-  const uint64_t mismatches = impl_->files_->checksum_mismatches();
-  Status s = impl_->read_box(box, level < 0 ? max_level() : level, 0, f, time, static_cast<std::byte*>(out),
-                             report ? report : &local, nullptr, true);
-  if (s.code() == ErrorCode::kCorrupt && impl_->files_->checksum_mismatches() != mismatches) {
-    // A writer may have replaced a data file and its sidecar between this read's opening the one and
-    // the other (docs/design/commit.md): both are opened afresh and read once more before the mismatch
-    // counts as damage.
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    impl_->files_->forget_stored();
+  return impl_->consistent([&] {
     if (report) *report = ReadReport{};
-    s = impl_->read_box(box, level < 0 ? max_level() : level, 0, f, time, static_cast<std::byte*>(out),
-                        report ? report : &local, nullptr, true);
+    return impl_->read_box(box, level < 0 ? max_level() : level, 0, f, time, static_cast<std::byte*>(out),
+                           report ? report : &local, nullptr, true);
+  });
+}
+
+Result<core::IdxVersion> Dataset::Impl::start_read() {
+  HZIO_ASSIGN_OR_RETURN(core::IdxVersion version, core::await_idx_version(path_, core::kCommitWaitSeconds));
+  std::lock_guard lock(version_mutex_);
+  if (files_version_ != version) {
+    files_->forget_stored();
+    files_version_ = version;
   }
-  return s;
+  return version;
+}
+
+bool Dataset::Impl::read_unchanged(const core::IdxVersion& version) const {
+  return core::idx_unchanged(path_, version);
+}
+
+Status Dataset::Impl::consistent(const std::function<Status()>& op) {
+  for (int attempt = 1;; ++attempt) {
+    HZIO_ASSIGN_OR_RETURN(core::IdxVersion version, start_read());
+    Status s = op();
+    if (read_unchanged(version)) return s;
+    if (attempt == core::kConsistentReadAttempts) {
+      return io_error("reading " + path_ + ": commits of another process replaced its files during each of " +
+                      std::to_string(attempt) + " attempts");
+    }
+  }
 }
 
 Status Dataset::flush() {

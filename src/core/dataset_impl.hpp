@@ -2,8 +2,11 @@
 // Layer: core. Split over dataset.cpp (lifecycle), write_path.cpp, read_path.cpp, progressive_read.cpp.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -11,6 +14,7 @@
 
 #include "core/block_codec.hpp"
 #include "core/block_writer.hpp"
+#include "core/commit_marker.hpp"
 #include "core/write_tally.hpp"
 #include "core/data_files.hpp"
 #include "core/window_assembly.hpp"
@@ -58,6 +62,18 @@ class Dataset::Impl {
   // Copies the samples of levels [min_level, level] of a decoded block into `view` (the read grid of box).
   void place_block(uint64_t block, Layout layout, const std::byte* data, const Box& box, int level, int min_level,
                    const hzorder::ArrayView& view) const;
+  // Runs `op`, a read of committed files, so that it sees one state of the dataset (docs/design/commit.md
+  // "Atomic rewrites"): the files are opened afresh when another commit published since the last read,
+  // and `op` runs again when one publishes while it runs. Errors: those of `op`; kIo when a commit holds
+  // its marker too long, or commits keep publishing during every attempt.
+  Status consistent(const std::function<Status()>& op);
+  // The two halves of consistent(): wait for a commit holding its marker, open the files afresh if one
+  // published since the last read, and return the .idx's version; then whether it is still that version.
+  Result<core::IdxVersion> start_read();
+  bool read_unchanged(const core::IdxVersion& version) const;
+  // Dataset::query once its arguments are checked: the candidate blocks read, checked and scanned.
+  Status query_blocks(const Box& box, int level, int field, int64_t time, double lo, double hi, int component,
+                      bool want_mask, const SampleGrid& grid, QueryResult* result);
   Status flush_dirty();
   // Commits every write since the last commit. On failure, drops them all (the dataset stays as last
   // committed, and times() says so).
@@ -77,6 +93,8 @@ class Dataset::Impl {
   std::vector<core::FieldCoding> coding_;
   OpenOptions options_;
   std::unique_ptr<core::DataFiles> files_;
+  std::mutex version_mutex_;
+  std::optional<core::IdxVersion> files_version_;  // of the .idx when files_ last dropped its open files
   util::ThreadPool pool_;
   bool closed_ = false;
   std::set<int64_t> new_times_;

@@ -31,6 +31,10 @@ Status DatasetParts::read_box(const Box& box, int level, int min_level, int fiel
 
 bool DatasetParts::mapped(const BlockLocation& where, int field) const { return impl_.mapped(where, field); }
 
+Result<IdxVersion> DatasetParts::start_read() { return impl_.start_read(); }
+
+bool DatasetParts::read_unchanged(const IdxVersion& version) const { return impl_.read_unchanged(version); }
+
 std::vector<hzorder::Run> DatasetParts::runs_to_place(uint64_t block, Layout layout, int min_level, int level) const {
   return impl_.runs_to_place(block, layout, min_level, level);
 }

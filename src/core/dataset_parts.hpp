@@ -12,6 +12,7 @@
 
 #include "core/block_codec.hpp"
 #include "core/block_writer.hpp"
+#include "core/commit_marker.hpp"
 #include "core/data_files.hpp"
 #include "format/idx_file.hpp"
 #include "hzio/dataset.hpp"
@@ -43,6 +44,12 @@ class DatasetParts {
   // no block provides take the field's default value). Errors: as Dataset::read_box.
   Status read_box(const Box& box, int level, int min_level, int field, int64_t time, std::byte* out, ReadReport* report,
                   bool fill_default) const;
+  // The two halves of a read that sees one state of the dataset, for reads that run on several processes
+  // (docs/design/commit.md "Atomic rewrites"): start_read waits for a commit holding its marker, drops
+  // the open files when another commit published, and returns the .idx's version (errors: kIo);
+  // read_unchanged tells whether no commit published since.
+  Result<IdxVersion> start_read();
+  bool read_unchanged(const IdxVersion& version) const;
   // Whether a located block is a raw block of a committed file, placeable from the file's mapping.
   bool mapped(const BlockLocation& where, int field) const;
   // The runs of a decoded block (in `layout`) holding its samples of levels [min_level, level].

@@ -135,14 +135,15 @@ Result<std::vector<std::string>> leftover_files(const std::string& idx_path, con
   HZIO_ASSIGN_OR_RETURN(std::vector<std::string> files, files_named(names, dir));
   HZIO_ASSIGN_OR_RETURN(std::vector<std::string> beside, io::list_files(dir, 0));
   for (auto& f : beside)
-    if (f.rfind(idx_path + ".tmp.", 0) == 0) files.push_back(std::move(f));
+    if (f.rfind(idx_path + ".tmp.", 0) == 0 || f.rfind(idx_path + ".commit", 0) == 0) files.push_back(std::move(f));
   std::vector<std::string> out;
   for (auto& f : files) {
     const size_t dot = f.find_last_of('.');
     const bool pid = dot + 1 < f.size() && std::all_of(f.begin() + static_cast<ptrdiff_t>(dot) + 1, f.end(),
                                                        [](unsigned char c) { return std::isdigit(c); });
-    if (pid && (f.ends_with(".log" + f.substr(dot)) || f.ends_with(".tmp" + f.substr(dot)) ||
-                f.ends_with(".old" + f.substr(dot))))
+    if (f == idx_path + ".commit" ||
+        (pid && (f.ends_with(".log" + f.substr(dot)) || f.ends_with(".tmp" + f.substr(dot)) ||
+                 f.ends_with(".old" + f.substr(dot)))))
       out.push_back(std::move(f));
   }
   std::sort(out.begin(), out.end());

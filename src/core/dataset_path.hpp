@@ -34,7 +34,8 @@ Result<CreatePlan> plan_create(const std::string& idx_path, const format::IdxFil
 
 // Local. The files that writers which did not finish a commit left for the dataset whose .idx is at the
 // absolute path `idx_path`: `<data file>.log.<pid>`, `.tmp.<pid>`, `.hzstats.tmp.<pid>` and
-// `.hzstats.old.<pid>` of any timestep (listed or not) inside the .idx's folder, and `<idx>.tmp.<pid>`.
+// `.hzstats.old.<pid>` of any timestep (listed or not) inside the .idx's folder, `<idx>.tmp.<pid>`, and
+// the commit marker `<idx>.commit` (its text names its process; see commit_marker.hpp).
 // Sorted. Errors: kIo, kFormat (templates).
 Result<std::vector<std::string>> leftover_files(const std::string& idx_path, const format::IdxFile& idx);
 

@@ -119,8 +119,11 @@ Status ProgressiveRead::next(void* out_void, size_t out_bytes, ReadReport* repor
     min_level = s.levels[s.step - 1] + 1;
   }
   ReadReport local;
-  HZIO_RETURN_IF_ERROR(
-      s.ds->read_box(s.box, level, min_level, s.field, s.time, out, report ? report : &local, &s.keep));
+  // Each step sees one state of the dataset; a commit between steps may change what later steps read.
+  HZIO_RETURN_IF_ERROR(s.ds->consistent([&] {
+    if (report) *report = ReadReport{};
+    return s.ds->read_box(s.box, level, min_level, s.field, s.time, out, report ? report : &local, &s.keep);
+  }));
   ++s.step;
   if (done()) {  // the last step needs no copy for a next one
     s.prev = {};

@@ -57,19 +57,10 @@ struct Hits {
 
 }  // namespace
 
-Status Dataset::query(const Box& box, int level, std::string_view field, int64_t time, double lo, double hi,
-                      int component, bool want_mask, QueryResult* result) {
-  auto& d = *impl_;
-  int f = 0;
-  HZIO_RETURN_IF_ERROR(d.check_field_time(field, time, false, f));
-  if (level < 0) level = max_level();
-  HZIO_ASSIGN_OR_RETURN(SampleGrid grid, level_grid(box, level));
+Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t time, double lo, double hi, int component,
+                                   bool want_mask, const SampleGrid& grid, QueryResult* result) {
+  auto& d = *this;
   const core::FieldCoding& fc = d.coding_[f];
-  if (component < 0 || component >= fc.dtype.components)
-    return invalid_argument("component " + std::to_string(component) + " out of range");
-  if (!(lo <= hi))
-    return invalid_argument("query range [" + std::to_string(lo) + ", " + std::to_string(hi) + "] is empty");
-  HZIO_RETURN_IF_ERROR(d.flush_dirty());
   *result = QueryResult{};
   const size_t sb = fc.dtype.bytes(), bytes = d.block_bytes(f);
   const size_t offset = static_cast<size_t>(component) * fc.dtype.scalar_bytes();
@@ -198,6 +189,22 @@ Status Dataset::query(const Box& box, int level, std::string_view field, int64_t
     result->values.insert(result->values.end(), v, v + sb);
   }
   return Status::ok();
+}
+
+Status Dataset::query(const Box& box, int level, std::string_view field, int64_t time, double lo, double hi,
+                      int component, bool want_mask, QueryResult* result) {
+  auto& d = *impl_;
+  int f = 0;
+  HZIO_RETURN_IF_ERROR(d.check_field_time(field, time, false, f));
+  if (level < 0) level = max_level();
+  HZIO_ASSIGN_OR_RETURN(SampleGrid grid, level_grid(box, level));
+  const core::FieldCoding& fc = d.coding_[f];
+  if (component < 0 || component >= fc.dtype.components)
+    return invalid_argument("component " + std::to_string(component) + " out of range");
+  if (!(lo <= hi))
+    return invalid_argument("query range [" + std::to_string(lo) + ", " + std::to_string(hi) + "] is empty");
+  HZIO_RETURN_IF_ERROR(d.flush_dirty());
+  return d.consistent([&] { return d.query_blocks(box, level, f, time, lo, hi, component, want_mask, grid, result); });
 }
 
 }  // namespace hzio

@@ -151,8 +151,33 @@ Result<std::unique_ptr<ParallelDataset>> ParallelDataset::open(MPI_Comm comm, co
 Status ParallelDataset::read_box(const Box& box, int level, std::string_view field, int64_t time, void* out,
                                  size_t out_bytes, ReadReport* report, ReadMethod method) {
   ReadReport local;
-  return parallel::parallel_read(*impl_->dataset_, impl_->comm_, impl_->one_node_, impl_->options_.aggregator_bytes,
-                                 {box, level, field, time, out, out_bytes}, method, report ? *report : local);
+  core::DatasetParts d = impl_->ds();
+  MPI_Comm comm = impl_->comm_;
+  // Every rank reads one state of the dataset: the same .idx version at the start, and no commit
+  // publishing until every rank is done (docs/design/commit.md "Atomic rewrites").
+  for (int attempt = 1;; ++attempt) {
+    auto version = d.start_read();
+    HZIO_RETURN_IF_ERROR(agree(comm, version.status()));
+    const core::IdxVersion& v = version.value();
+    uint64_t mixed[2] = {v.device ^ v.inode * 0x9e3779b97f4a7c15ull ^ v.size * 0xc2b2ae3d27d4eb4full ^
+                             static_cast<uint64_t>(v.mtime_ns) * 0x165667b19e3779f9ull ^
+                             static_cast<uint64_t>(v.ctime_ns),
+                         0};
+    mixed[1] = ~mixed[0];
+    // Equal on every rank iff max(h) == min(h), which is ~max(~h).
+    MPI_Allreduce(MPI_IN_PLACE, mixed, 2, MPI_UINT64_T, MPI_MAX, comm);
+    if (report) *report = ReadReport{};
+    const Status s =
+        parallel::parallel_read(*impl_->dataset_, comm, impl_->one_node_, impl_->options_.aggregator_bytes,
+                                {box, level, field, time, out, out_bytes}, method, report ? *report : local);
+    int unchanged = d.read_unchanged(v) && mixed[0] == ~mixed[1];
+    MPI_Allreduce(MPI_IN_PLACE, &unchanged, 1, MPI_INT, MPI_LAND, comm);
+    if (unchanged) return s;
+    if (attempt == core::kConsistentReadAttempts) {
+      return io_error("reading " + d.path + ": commits of another process replaced its files during each of " +
+                      std::to_string(attempt) + " attempts");
+    }
+  }
 }
 
 Status ParallelDataset::fail_read(const Status& error) {

@@ -57,7 +57,7 @@ POINTS_MPI = int(os.environ.get("HZIO_KILL_POINTS_MPI", "10"))
 RANKS = 4
 START_TIMEOUT_S = 60  # for the writer to reach its first commits (mpiexec start-up on busy cores)
 EXIT_TIMEOUT_S = 60  # for mpiexec to abort the job once a rank is dead
-DEBRIS = re.compile(r"\.(log|tmp)\.\d+$")
+DEBRIS = re.compile(r"(\.(log|tmp|old)\.\d+|\.idx\.commit)$")  # docs/design/commit.md "What a crash leaves"
 NEW_COMMIT = 10**6  # the commit number whose values the writer after the kill writes
 
 
