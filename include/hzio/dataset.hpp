@@ -51,6 +51,10 @@ struct OpenOptions {
   // Reads check every stored payload and header table against the checksums of the statistics
   // sidecars (docs/format.md "Checksums"); false skips the checks (and the sidecar loads they need).
   bool verify_checksums = true;
+  // Open a .idx whose file name templates name files outside its own folder (absolute paths, "..").
+  // Off: such a .idx is refused (kInvalidArgument), so that one from elsewhere cannot make hzio touch
+  // other files (docs/format.md "Limits").
+  bool allow_outside_folder = false;
 };
 
 // Where one block of a field and timestep is stored (for dump and verify tools).
@@ -125,9 +129,19 @@ class Dataset {
   Status query(const Box& box, int level, std::string_view field, int64_t time, double lo, double hi, int component,
                bool want_mask, QueryResult* result);
 
-  // Local. Where every block of (field, time) is stored, committed state only. Errors: kNotFound,
-  // kCorrupt (a header table that points outside its file), kIo.
-  Result<std::vector<BlockInfo>> block_infos(std::string_view field, int64_t time);
+  // Local. Where every block of (field, time) is stored, committed state only; with existing_files_only,
+  // only the blocks of data files that exist (a dataset may declare far more files than it has).
+  // Errors: kNotFound, kCorrupt (a header table that points outside its file), kIo.
+  Result<std::vector<BlockInfo>> block_infos(std::string_view field, int64_t time, bool existing_files_only = false);
+  // Which data files of a timestep exist: the first blocks of those that do (ascending), how many do
+  // not, and the paths of the first `list_missing` that do not. Costs one path and at most one stat per
+  // file, none for the files of a folder that is missing. Local. Errors: kNotFound (time), kIo.
+  struct FileCensus {
+    std::vector<int64_t> present;
+    int64_t missing = 0;
+    std::vector<std::string> first_missing;
+  };
+  Result<FileCensus> file_census(int64_t time, size_t list_missing) const;
   // Local. The first block of every data file (each names one file per timestep), ascending.
   std::vector<int64_t> file_first_blocks() const;
   // Local. Computes the statistics of every block of one data file (all fields) and writes its

@@ -25,6 +25,7 @@ struct ParallelOptions {
   bool durable = true;                          // fsync data files and the .idx
   int threads = 1;                              // worker threads per rank (ranks usually fill the cores)
   bool verify_checksums = true;                 // as OpenOptions::verify_checksums
+  bool allow_outside_folder = false;            // as OpenOptions::allow_outside_folder
 };
 
 class ParallelDataset {

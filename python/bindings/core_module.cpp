@@ -63,10 +63,12 @@ std::unique_ptr<Dataset> create(
   return take(Dataset::create(path, o, oo));
 }
 
-std::unique_ptr<Dataset> open(const std::string& path, bool writable, bool durable, int threads, bool verify) {
+std::unique_ptr<Dataset> open(const std::string& path, bool writable, bool durable, int threads, bool verify,
+                              bool allow_outside_folder) {
   OpenOptions oo;
   oo.writable = writable;
   oo.verify_checksums = verify;
+  oo.allow_outside_folder = allow_outside_folder;
   oo.durable = durable;
   oo.threads = threads;
   nb::gil_scoped_release release;
@@ -92,7 +94,7 @@ NB_MODULE(_core, m) {
                   nb::arg("bits_per_block"), nb::arg("blocks_per_file"), nb::arg("times"), nb::arg("overwrite"),
                   nb::arg("durable"), nb::arg("threads"), nb::arg("sub_block_bits"))
       .def_static("open", &open, nb::arg("path"), nb::arg("writable"), nb::arg("durable"), nb::arg("threads"),
-                  nb::arg("verify") = true)
+                  nb::arg("verify") = true, nb::arg("allow_outside_folder") = false)
       .def_prop_ro("path", &Dataset::path)
       .def_prop_ro("ndim", &Dataset::ndim)
       .def_prop_ro("box", &Dataset::box, "The dataset box (its lower corner is 0 unless a .idx says otherwise).")
@@ -132,11 +134,23 @@ NB_MODULE(_core, m) {
           nb::arg("lo"), nb::arg("hi"), nb::arg("level"), nb::arg("field"), nb::arg("time"), nb::arg("out"))
       .def(
           "block_infos",
-          [](Dataset& d, const std::string& field, int64_t time) {
+          [](Dataset& d, const std::string& field, int64_t time, bool existing_files_only) {
             nb::gil_scoped_release release;
-            return take(d.block_infos(field, time));
+            return take(d.block_infos(field, time, existing_files_only));
           },
-          nb::arg("field"), nb::arg("time"))
+          nb::arg("field"), nb::arg("time"), nb::arg("existing_files_only") = false)
+      .def(
+          "file_census",
+          [](const Dataset& d, int64_t time, size_t list_missing) {
+            Dataset::FileCensus c;
+            {
+              nb::gil_scoped_release release;
+              c = take(d.file_census(time, list_missing));
+            }
+            return nb::make_tuple(c.present, c.missing, c.first_missing);
+          },
+          nb::arg("time"), nb::arg("list_missing"),
+          "(present first blocks, missing count, first missing paths) of a timestep's data files (Local).")
       .def(
           "query",
           [](Dataset& d, Triple lo, Triple hi, int level, const std::string& field, int64_t time, double lo_value,

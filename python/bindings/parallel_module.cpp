@@ -75,16 +75,18 @@ void bind_parallel(nb::module_& m) {
       .def_static(
           "open",
           [](int64_t comm_handle, const std::string& path, std::string placement, int aggregator_count,
-             int64_t aggregator_bytes, bool durable, int threads, bool writable, bool verify) {
+             int64_t aggregator_bytes, bool durable, int threads, bool writable, bool verify,
+             bool allow_outside_folder) {
             MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(comm_handle));
             ParallelOptions po = options(placement, aggregator_count, aggregator_bytes, durable, threads);
             po.verify_checksums = verify;
+            po.allow_outside_folder = allow_outside_folder;
             nb::gil_scoped_release release;
             return take(ParallelDataset::open(comm, path, po, writable));
           },
           nb::arg("comm_handle"), nb::arg("path"), nb::arg("placement"), nb::arg("aggregator_count"),
           nb::arg("aggregator_bytes"), nb::arg("durable"), nb::arg("threads"), nb::arg("writable"),
-          nb::arg("verify") = true)
+          nb::arg("verify") = true, nb::arg("allow_outside_folder") = false)
       .def(
           "read_box",
           [](ParallelDataset& d, Triple lo, Triple hi, int level, const std::string& field, int64_t time,

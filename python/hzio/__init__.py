@@ -119,7 +119,7 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: FieldsLike, *,
 
 def open(path: str | os.PathLike, *, mode: str = "r", durable: bool = True, threads: int = 0,  # noqa: A001
          comm: Any = None, placement: str = "localized", aggregator_count: int = 0,
-         aggregator_bytes: int = 256 << 20, verify: bool = True) -> Dataset:
+         aggregator_bytes: int = 256 << 20, verify: bool = True, allow_outside_folder: bool = False) -> Dataset:
     """Open an existing dataset (a context manager). ``mode`` is ``"r"`` or ``"r+"``.
 
     Local without ``comm``. With ``comm`` Collective: reads are collective (each rank its own box,
@@ -130,11 +130,16 @@ def open(path: str | os.PathLike, *, mode: str = "r", durable: bool = True, thre
     mismatch raises :class:`CorruptError` naming the file, field, timestep and block. False skips the
     checks, to read what a damaged dataset still holds. Files without checksums (written elsewhere and
     not indexed) are read unchecked either way.
+
+    ``allow_outside_folder`` (default False): a ``.idx`` whose file name templates name files outside
+    its own folder (an absolute path, ``..``) is refused with :class:`InvalidArgumentError` unless this
+    is True, so that a ``.idx`` from elsewhere cannot make hzio read or write other files.
     """
     if mode not in ("r", "r+"):
         raise InvalidArgumentError(f"mode must be 'r' or 'r+', got {mode!r}")
     if comm is not None:
         from .parallel import open_parallel
         return open_parallel(comm, os.fspath(path), mode == "r+", bool(durable), int(threads) or 1, placement,
-                             int(aggregator_count), int(aggregator_bytes), bool(verify))
-    return Dataset(_core.Dataset.open(os.fspath(path), mode == "r+", bool(durable), int(threads), bool(verify)))
+                             int(aggregator_count), int(aggregator_bytes), bool(verify), bool(allow_outside_folder))
+    return Dataset(_core.Dataset.open(os.fspath(path), mode == "r+", bool(durable), int(threads), bool(verify),
+                                      bool(allow_outside_folder)))

@@ -12,6 +12,8 @@ import hzio
 from ._cli_inspect import describe, times_text
 from ._cli_util import axes_text, codec_name, layout_name, print_fields, print_json, print_table, selection, shape_text
 
+_LISTED_FILES = 4096  # data files per timestep up to which absent ones are listed too
+
 
 def dump(args):
     """Run ``hzio dump``: print the .idx summary and, per timestep and data file, its block header table.
@@ -48,17 +50,23 @@ def dump_timestep(ds, fields, time):
     Returns
     -------
     dict
-        ``time`` and ``files``: a list of dicts with ``path``, ``exists``, ``size_bytes`` (None if the
-        file is absent) and ``entries``, each with ``entry``, ``field``, ``slot``, ``block``, ``level``,
-        ``present``, ``offset``, ``size``, ``codec`` (name from the flags low nibble) and ``layout``.
+        ``time``, ``absent_files_not_listed`` (when the timestep declares more than 4096 data files,
+        absent ones are only counted) and ``files``: a list of dicts with ``path``, ``exists``,
+        ``size_bytes`` (None if the file is absent) and ``entries``, each with ``entry``, ``field``,
+        ``slot``, ``block``, ``level``, ``present``, ``offset``, ``size``, ``codec`` (name from the flags
+        low nibble) and ``layout``.
     """
     order = list(ds.fields)
     files = {}
+    present, absent, _ = ds._core.file_census(time, 0)
+    # Absent files are listed (with their entries) only while they are few: a .idx may declare millions.
+    existing_only = len(present) + absent > _LISTED_FILES
     for field in fields:
         first_entry = order.index(field) * ds.blocks_per_file
-        for row in ds.blocks(field=field, time=time):
+        for row in ds.blocks(field=field, time=time, existing_files_only=existing_only):
             files.setdefault(str(row["file"]), []).append(_entry(field, row, first_entry))
-    return {"time": time, "files": [_file(path, entries) for path, entries in files.items()]}
+    return {"time": time, "files": [_file(path, entries) for path, entries in files.items()],
+            "absent_files_not_listed": absent if existing_only else 0}
 
 
 def _entry(field, row, first_entry):
@@ -89,6 +97,8 @@ def print_dump(summary, timesteps):
     for step in timesteps:
         print(f"\nTimestep {step['time']}")
         _print_files(step["files"], base)
+        if step["absent_files_not_listed"]:
+            print(f"  ({step['absent_files_not_listed']} absent data files not listed)")
         for f in step["files"]:
             _print_header_table(f, base)
             _print_payload(f, base)

@@ -54,7 +54,7 @@ def index(args):
         known = present = 0
         for field in ds.fields:
             for time in ds.times:
-                b = ds.blocks(field=field, time=time)
+                b = ds.blocks(field=field, time=time, existing_files_only=True)
                 present += int(b["present"].sum())
                 known += int((b["present"] & b["stats_known"]).sum())
     result = dict(summary, path=path, sub_block_bits=args.sub_block_bits, ranks=1 if comm is None else comm.Get_size(),

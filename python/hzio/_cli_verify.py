@@ -4,7 +4,6 @@ checksums, decode the blocks, and report what is wrong.
 It walks :meth:`hzio.Dataset.blocks` for each field and timestep and calls :meth:`hzio.Dataset.verify_block`.
 """
 
-import os
 
 import hzio
 
@@ -12,6 +11,7 @@ from ._cli_debris import find_debris, remove_debris
 from ._cli_util import print_json, selection
 
 _LIST_LIMIT = 10  # missing files printed per table in text mode; blocks outside the box leave many files unwritten
+_MISSING_LISTED = 1000  # missing file paths kept per table (the count is always exact)
 
 
 def verify(args):
@@ -43,7 +43,8 @@ def verify(args):
               "empty_times": empty}
     for key in ("blocks", "present", "missing", "unchecked"):
         result[key] = sum(t[key] for t in tables)
-    for key in ("missing_files", "corrupt", "unsupported"):
+    result["missing_files"] = sum(t["missing_file_count"] for t in tables)
+    for key in ("corrupt", "unsupported"):
         result[key] = sum(len(t[key]) for t in tables)
     result["tables"] = tables
     result["debris"] = debris
@@ -63,20 +64,23 @@ def verify_table(ds, field, time):
     -------
     dict
         ``field``, ``time``, counts ``blocks``/``present``/``missing``/``unchecked`` (present blocks
-        without checksums: their files were written elsewhere and not indexed), and lists ``missing_files``
-        (paths), ``corrupt`` and ``unsupported`` (dicts with ``block``, ``level``, ``file``, ``reason``).
+        without checksums: their files were written elsewhere and not indexed) and ``missing_file_count``,
+        and lists ``missing_files`` (the first 1000 paths), ``corrupt`` and ``unsupported`` (dicts with
+        ``block``, ``level``, ``file``, ``reason``).
         A header table that cannot be read gives one ``corrupt`` entry with ``block`` None.
     """
-    out = {"field": field, "time": time, "blocks": 0, "present": 0, "missing": 0, "unchecked": 0,
-           "missing_files": [], "corrupt": [], "unsupported": []}
+    out = {"field": field, "time": time, "blocks": ds.block_count, "present": 0, "missing": 0, "unchecked": 0,
+           "missing_file_count": 0, "missing_files": [], "corrupt": [], "unsupported": []}
+    # Only the files that exist are listed block by block: a .idx may declare far more than it has.
+    present_files, out["missing_file_count"], out["missing_files"] = ds._core.file_census(time, _MISSING_LISTED)
     try:
-        blocks = ds.blocks(field=field, time=time)
+        blocks = ds.blocks(field=field, time=time, existing_files_only=True) if present_files else []
     except hzio.CorruptError as e:
         out["corrupt"].append({"block": None, "level": None, "file": None, "reason": str(e)})
         return out
-    files = dict.fromkeys(str(f) for f in blocks["file"])
-    out["missing_files"] = [f for f in files if not os.path.exists(f)]
-    out["blocks"] = len(blocks)
+    if not present_files:
+        out["missing"] = out["blocks"]
+        return out
     out["present"] = int(blocks["present"].sum())
     out["missing"] = out["blocks"] - out["present"]
     out["unchecked"] = int((blocks["present"] & ~blocks["checksummed"]).sum())
@@ -104,13 +108,14 @@ def print_verify(result):
     print(f"verify {result['path']}")
     for t in result["tables"]:
         print(f"  field {t['field']}, timestep {t['time']}: {t['blocks']} blocks, {t['present']} present, "
-              f"{t['missing']} missing, {len(t['missing_files'])} missing files, {len(t['corrupt'])} corrupt"
+              f"{t['missing']} missing, {t['missing_file_count']} missing files, {len(t['corrupt'])} corrupt"
               + (f", {len(t['unsupported'])} unsupported" if t["unsupported"] else "")
               + (f", {t['unchecked']} without checksums" if t["unchecked"] else ""))
         for f in t["missing_files"][:_LIST_LIMIT]:
             print(f"    missing file {f}")
-        if len(t["missing_files"]) > _LIST_LIMIT:
-            print(f"    ... and {len(t['missing_files']) - _LIST_LIMIT} more missing files (--json lists all)")
+        if t["missing_file_count"] > _LIST_LIMIT:
+            print(f"    ... and {t['missing_file_count'] - _LIST_LIMIT} more missing files (--json lists the first "
+                  f"{_MISSING_LISTED})")
         for kind in ("corrupt", "unsupported"):
             for p in t[kind]:
                 where = "header table" if p["block"] is None else f"block {p['block']} (level {p['level']})"

@@ -298,8 +298,12 @@ class Dataset:
         return np.ascontiguousarray(pts), vals.copy()
 
     # ---------------------------------------------------------------- blocks
-    def blocks(self, field: str | None = None, *, time: int | None = None) -> np.ndarray:
+    def blocks(self, field: str | None = None, *, time: int | None = None,
+               existing_files_only: bool = False) -> np.ndarray:
         """Local. Where every block of a field and timestep is stored, as a NumPy structured array.
+
+        With ``existing_files_only``, only the blocks of the data files that exist (a dataset may declare
+        far more blocks than it has files for).
 
         Columns: ``block``, ``level``, ``file`` (path), ``present``, ``offset``, ``size`` (payload
         bytes), ``codec`` (flags low nibble: 0 raw, 3 zip, 7 lz4, 8 zfp), ``rowmajor``, ``slot`` (position
@@ -316,7 +320,8 @@ class Dataset:
         >>> b[(b["max"] >= 900) & b["present"]]["block"]          # blocks that may hold values >= 900
         """
         field, time = self._field(field), self._time(time)
-        return block_table(self._core.block_infos(field, time), self._fields[field][2], self.blocks_per_file)
+        return block_table(self._core.block_infos(field, time, existing_files_only), self._fields[field][2],
+                           self.blocks_per_file)
 
     def verify_block(self, block: int, *, field: str | None = None, time: int | None = None) -> None:
         """Local. Read one block, check it against its checksums (when the dataset was opened with ``verify``

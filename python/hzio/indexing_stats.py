@@ -44,7 +44,8 @@ def index(path: str | os.PathLike, *, sub_block_bits: int | None = None, comm: A
     t0 = _time.perf_counter()
     core = _core.Dataset.open(os.fspath(path), False, True, int(threads), bool(verify))
     rank, size = (comm.rank, comm.size) if comm is not None else (0, 1)
-    units = [(t, first) for t in core.times for first in core.file_first_blocks]
+    # Only the data files that exist: a .idx may declare far more than it has.
+    units = [(t, first) for t in core.times for first in core.file_census(t, 0)[0]]
     files = blocks = 0
     error = None
     for k, (t, first) in enumerate(units):

@@ -185,9 +185,10 @@ def create_parallel(comm: Any, path: str, shape: tuple[int, ...], fields: list[t
 
 
 def open_parallel(comm: Any, path: str, writable: bool, durable: bool, threads: int, placement: str,
-                  aggregator_count: int, aggregator_bytes: int, verify: bool = True) -> ParallelDataset:
+                  aggregator_count: int, aggregator_bytes: int, verify: bool = True,
+                  allow_outside_folder: bool = False) -> ParallelDataset:
     """Collective. The form of :func:`hzio.open` with ``comm`` (reads are Collective; writes too with ``mode="r+"``)."""
     _require_mpi()
     pcore = _core.ParallelDataset.open(_fortran_handle(comm), path, placement, aggregator_count, aggregator_bytes,
-                                       durable, threads, writable, verify)
+                                       durable, threads, writable, verify, allow_outside_folder)
     return ParallelDataset(pcore, comm)

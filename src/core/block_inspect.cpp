@@ -11,19 +11,55 @@
 
 namespace hzio {
 
-Result<std::vector<BlockInfo>> Dataset::block_infos(std::string_view field, int64_t time) {
+namespace {
+
+// Whether the file at `path` exists, not asking when its folder is `missing_folder`, the last folder
+// found missing (files come folder by folder, and a dataset may declare far more than it has).
+bool file_exists_in(const std::string& path, std::string& missing_folder) {
+  const std::string folder = io::parent_dir(path);
+  if (folder == missing_folder) return false;
+  if (io::file_exists(path)) return true;
+  if (!io::file_exists(folder)) missing_folder = folder;
+  return false;
+}
+
+}  // namespace
+
+Result<Dataset::FileCensus> Dataset::file_census(int64_t time, size_t list_missing) const {
+  int unused = 0;
+  HZIO_RETURN_IF_ERROR(impl_->check_field_time("", time, false, unused));
+  const auto& idx = impl_->idx_;
+  FileCensus out;
+  std::string missing_folder;  // the last folder found missing: its files are not asked for one by one
+  for (int64_t first = 0; first < idx.total_blocks(); first += 1) {
+    if (format::first_block_of_file(idx, first) != first) continue;
+    HZIO_ASSIGN_OR_RETURN(std::string path, format::data_file_path(idx, impl_->dir_, first, time));
+    if (file_exists_in(path, missing_folder)) {
+      out.present.push_back(first);
+    } else {
+      out.missing += 1;
+      if (out.first_missing.size() < list_missing) out.first_missing.push_back(path);
+    }
+    if (idx.interleave > 1) break;  // as block_infos: interleaved files are listed by their first block only
+  }
+  return out;
+}
+
+Result<std::vector<BlockInfo>> Dataset::block_infos(std::string_view field, int64_t time, bool existing_files_only) {
   int f = 0;
   HZIO_RETURN_IF_ERROR(impl_->check_field_time(field, time, false, f));
   std::vector<BlockInfo> out;
   HZIO_RETURN_IF_ERROR(impl_->consistent([&]() -> Status {
     out.clear();
     const auto& idx = impl_->idx_;
+    std::string missing_folder;
     const int64_t total = idx.total_blocks();
     for (int64_t first = 0; first < total; first += 1) {
       if (format::first_block_of_file(idx, first) != first) continue;
       HZIO_ASSIGN_OR_RETURN(std::string path, format::data_file_path(idx, impl_->dir_, first, time));
       std::vector<format::BlockEntry> entries;
-      bool exists = io::file_exists(path);
+      const bool exists = file_exists_in(path, missing_folder);
+      if (existing_files_only && !exists) continue;
       if (exists) {
         HZIO_ASSIGN_OR_RETURN(io::File file, io::File::open(path, io::File::Mode::kRead));
         HZIO_ASSIGN_OR_RETURN(uint64_t size, file.size());

@@ -7,6 +7,7 @@
 
 #include "core/commit.hpp"
 #include "core/dataset_impl.hpp"
+#include "format/file_name.hpp"
 #include "core/dataset_path.hpp"
 #include "format/idx_text.hpp"
 #include "hzorder/block_copy.hpp"
@@ -265,6 +266,19 @@ Result<std::unique_ptr<Dataset>> Dataset::open(const std::string& path_in, const
   const std::string path = io::absolute_path(path_in);
   HZIO_ASSIGN_OR_RETURN(std::string text, io::read_text_file(path));
   HZIO_ASSIGN_OR_RETURN(format::IdxFile idx, format::IdxFile::parse(text, path));
+  if (!options.allow_outside_folder) {
+    // A .idx names its data files by templates: one from elsewhere must not make hzio read (or write)
+    // files outside the folder it lies in, unless the user says so.
+    const std::string dir = io::parent_dir(path);
+    HZIO_ASSIGN_OR_RETURN(format::DataFileNames names, format::DataFileNames::of(idx, dir));
+    if (names.root() != dir && names.root().rfind(dir == "/" ? dir : dir + "/", 0) != 0) {
+      return invalid_argument("dataset " + path + ": its file name templates ((filename_template) '" +
+                              idx.filename_template + "'" +
+                              (idx.time.template_text.empty() ? "" : ", (time) '" + idx.time.template_text + "'") +
+                              ") reach outside its folder " + dir + " (to " + names.root() +
+                              "); open it with allow_outside_folder to read it");
+    }
+  }
   if (options.writable) {
     if (Status back = idx.check_writes_back(path); !back.is_ok())
       return Status(back.code(), back.message() + "; open it read-only");

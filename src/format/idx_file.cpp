@@ -192,6 +192,23 @@ Status IdxFile::validate(std::string_view idx_name) {
   const int maxh = bitmask.max_level();
   if (bits_per_block <= 0) bits_per_block = std::min(maxh, 16);
   bits_per_block = std::min(bits_per_block, maxh);
+  if (fields.size() > kMaxFields) {
+    return format_error(where + std::to_string(fields.size()) + " fields, more than hzio's limit of " +
+                        std::to_string(kMaxFields) + " (docs/format.md \"Limits\")");
+  }
+  for (const auto& fd : fields) {
+    // A block is decoded whole: its size is what any read of it allocates.
+    if (fd.dtype.bytes() > static_cast<size_t>(kMaxBlockBytes >> bits_per_block)) {
+      return format_error(where + "(bitsperblock) " + std::to_string(bits_per_block) + ": a block of field '" +
+                          fd.name + "' would hold " + std::to_string(int64_t{1} << bits_per_block) + " samples of " +
+                          std::to_string(fd.dtype.bytes()) + " bytes, more than hzio's limit of " +
+                          std::to_string(kMaxBlockBytes) + " bytes per block (docs/format.md \"Limits\")");
+    }
+  }
+  if (time.declared && !time.any && time.count() > kMaxTimesteps) {
+    return format_error(where + "(time) lists more than hzio's limit of " + std::to_string(kMaxTimesteps) +
+                        " timesteps (docs/format.md \"Limits\")");
+  }
   if (filename_template.empty())
     filename_template = default_filename_template(default_data_folder(idx_name), maxh - bits_per_block);
   if (blocks_per_file == -1) blocks_per_file = total_blocks();

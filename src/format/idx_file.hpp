@@ -38,9 +38,19 @@ struct TimeSpec {
 
   bool contains(int64_t t) const;
   std::vector<int64_t> list() const;  // every timestep, ascending (empty when any)
+  // The number of timesteps the ranges list, counting overlaps twice (saturates at INT64_MAX).
+  int64_t count() const;
   // Replaces the ranges by the shortest list of step-1 ranges covering `steps`.
   void set(std::vector<int64_t> steps);
 };
+
+// Limits on what a .idx may declare (docs/format.md "Limits"), so that no .idx of a few bytes makes hzio
+// allocate or loop beyond what its data can justify. Every .idx OpenVisus writes with its defaults lies
+// far inside them.
+inline constexpr size_t kMaxFields = 65536;
+inline constexpr int64_t kMaxBlockBytes = int64_t{1} << 30;  // 2^bitsperblock samples of the widest field
+inline constexpr int64_t kMaxTimesteps = int64_t{1} << 20;   // listed timesteps, summed over the ranges
+inline constexpr size_t kMaxTimeRanges = 65536;
 
 struct IdxFile {
   int version = 6;

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace hzio::format {
 namespace {
@@ -196,6 +199,60 @@ TEST(IdxFile, StatsGrainKeyReadsAsDocumentedAndWritesBack) {
   IdxFile f = IdxFile::parse(head, "a.idx").value();
   set_sub_block_bits(f, 2);
   EXPECT_EQ(sub_block_bits_of(IdxFile::parse(f.to_text(), "a.idx").value()), 2);
+}
+
+}  // namespace
+}  // namespace hzio::format
+
+namespace hzio::format {
+namespace {
+
+// The OpenVisus two-field text with `from` replaced by `to` (each pair in turn), plus `more` at the end.
+std::string edited(std::vector<std::pair<std::string, std::string>> changes, const std::string& more = "") {
+  std::string text = kOpenVisus2Fields;
+  for (const auto& [from, to] : changes) text.replace(text.find(from), from.size(), to);
+  return text + more;
+}
+
+std::string with(const std::string& more) { return edited({}, more); }
+
+TEST(IdxFile, DeclaredSizesStayWithinTheDocumentedLimits) {
+  // Blocks: 2^bpb samples of the widest field, at most kMaxBlockBytes (1 GiB).
+  const std::string long_mask = "V" + std::string(40, '0');
+  const std::string box1d = "0 1099511627775 0 0 0 0";
+  auto bpb = [&](int b) {
+    return IdxFile::parse(edited({{"(bitsperblock)\n12", "(bitsperblock)\n" + std::to_string(b)},
+                                  {"0 31 0 31 0 31", box1d},
+                                  {"V012012012012012", long_mask}}),
+                          "b.idx");
+  };
+  EXPECT_TRUE(bpb(28).is_ok()) << bpb(28).status().message();  // 2^28 float32 = 1 GiB
+  EXPECT_EQ(bpb(29).status().code(), ErrorCode::kFormat);
+  EXPECT_NE(bpb(29).status().message().find("bytes per block"), std::string::npos);
+  // Timesteps: at most kMaxTimesteps listed, summed over the ranges; at most kMaxTimeRanges ranges.
+  EXPECT_TRUE(IdxFile::parse(with("(time)\n0 1048575 t%d/\n"), "t.idx").is_ok());
+  EXPECT_EQ(IdxFile::parse(with("(time)\n0 1048576 t%d/\n"), "t.idx").status().code(), ErrorCode::kFormat);
+  EXPECT_EQ(IdxFile::parse(with("(time)\n-9000000000000000000 9000000000000000000 t%d/\n"), "t.idx").status().code(),
+            ErrorCode::kFormat);
+  EXPECT_EQ(IdxFile::parse(with("(time)\nt%d/ (0,1048575,1) (2000000,2000000,1)\n"), "t.idx").status().code(),
+            ErrorCode::kFormat);
+  auto stepped = IdxFile::parse(with("(time)\nt%d/ (0,9223372036854775807,8796093022208)\n"), "t.idx");
+  ASSERT_TRUE(stepped.is_ok()) << stepped.status().message();
+  EXPECT_EQ(stepped->time.count(), 1048576);  // 2^63 / 2^43 steps: exactly at the limit
+  EXPECT_EQ(stepped->time.list().size(), 1048576u);
+  std::string ranges = "(time)\nt%d/";
+  for (int i = 0; i <= 65536; ++i) ranges += " (" + std::to_string(i) + "," + std::to_string(i) + ",1)";
+  EXPECT_EQ(IdxFile::parse(with(ranges + "\n"), "t.idx").status().code(), ErrorCode::kFormat);
+  // Fields: at most kMaxFields.
+  auto fields = [&](int n) {
+    std::string f = "a float32";
+    for (int i = 1; i < n; ++i) f += "\n+ f" + std::to_string(i) + " uint8";
+    std::string text = kOpenVisus2Fields;
+    const size_t at = text.find("(fields)\n") + 9, end = text.find("(bits)");
+    return IdxFile::parse(text.replace(at, end - at, f + "\n"), "f.idx");
+  };
+  EXPECT_TRUE(fields(65536).is_ok());
+  EXPECT_EQ(fields(65537).status().code(), ErrorCode::kFormat);
 }
 
 }  // namespace

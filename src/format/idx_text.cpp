@@ -2,11 +2,14 @@
 #include "format/idx_text.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <climits>
 #include <optional>
+#include <unordered_set>
 
 namespace hzio::format {
 
@@ -126,6 +129,7 @@ Result<FieldDesc> parse_field(std::string_view text) {
 
 Result<std::vector<FieldDesc>> parse_fields(std::string_view value) {
   std::vector<FieldDesc> fields;
+  std::unordered_set<std::string> names;
   int depth = 0;
   size_t start = 0;
   for (size_t i = 0; i <= value.size(); ++i) {
@@ -136,10 +140,12 @@ Result<std::vector<FieldDesc>> parse_fields(std::string_view value) {
       std::string part = trim(value.substr(start, i - start));
       start = i + 1;
       if (part.empty()) continue;
-      HZIO_ASSIGN_OR_RETURN(auto f, parse_field(part));
-      for (const auto& g : fields) {
-        if (g.name == f.name) return format_error("field '" + f.name + "' is declared twice");
+      if (fields.size() == kMaxFields) {
+        return format_error("more than hzio's limit of " + std::to_string(kMaxFields) +
+                            " fields (docs/format.md \"Limits\")");
       }
+      HZIO_ASSIGN_OR_RETURN(auto f, parse_field(part));
+      if (!names.insert(f.name).second) return format_error("field '" + f.name + "' is declared twice");
       fields.push_back(std::move(f));
     }
   }
@@ -163,6 +169,17 @@ std::string fields_to_text(const std::vector<FieldDesc>& fields) {
   return out;
 }
 
+namespace {
+
+// The number of timesteps of one range (a, b, step), b >= a, step > 0, capped at INT64_MAX.
+uint64_t range_count(const std::array<int64_t, 3>& r) {
+  const auto span = static_cast<unsigned __int128>(static_cast<__int128>(r[1]) - r[0]);
+  const unsigned __int128 n = span / static_cast<uint64_t>(r[2]) + 1;
+  return n > static_cast<unsigned __int128>(INT64_MAX) ? static_cast<uint64_t>(INT64_MAX) : static_cast<uint64_t>(n);
+}
+
+}  // namespace
+
 Result<TimeSpec> parse_time(std::string_view value) {
   TimeSpec t;
   t.declared = true;
@@ -185,9 +202,14 @@ Result<TimeSpec> parse_time(std::string_view value) {
     if (b < a) return format_error("(time) range " + tok[0] + " " + tok[1] + " is empty");
     t.template_text = tok[2];
     t.ranges.push_back({a, b, 1});
+    if (t.count() > kMaxTimesteps)
+      return format_error("(time) range " + tok[0] + " " + tok[1] + " lists " + std::to_string(t.count()) +
+                          " timesteps, more than hzio's limit of " + std::to_string(kMaxTimesteps) +
+                          " (docs/format.md \"Limits\")");
     return t;
   }
   t.template_text = tok[0];
+  uint64_t listed = 0;  // timesteps of the ranges so far (each range's count capped), against the limit
   for (size_t i = 1; i < tok.size(); ++i) {
     std::string r = tok[i];
     if (r.size() < 3 || r.front() != '(' || r.back() != ')') {
@@ -210,8 +232,16 @@ Result<TimeSpec> parse_time(std::string_view value) {
     if (v.size() == 2) v.push_back(1);
     if (v[2] <= 0 || v[1] < v[0]) return format_error("(time) range '" + r + "' is empty or has a bad step");
     t.ranges.push_back({v[0], v[1], v[2]});
+    listed += range_count(t.ranges.back());
+    if (t.ranges.size() > kMaxTimeRanges || listed > static_cast<uint64_t>(kMaxTimesteps)) {
+      return format_error("(time) lists more than hzio's limit of " + std::to_string(kMaxTimesteps) + " timesteps or " +
+                          std::to_string(kMaxTimeRanges) + " ranges (docs/format.md \"Limits\")");
+    }
   }
   if (t.ranges.empty()) return format_error("(time) '" + std::string(value) + "' lists no timesteps");
+  if (t.ranges.size() > kMaxTimeRanges)
+    return format_error("(time) has " + std::to_string(t.ranges.size()) + " ranges, more than hzio's limit of " +
+                        std::to_string(kMaxTimeRanges) + " (docs/format.md \"Limits\")");
   return t;
 }
 
@@ -236,11 +266,25 @@ bool TimeSpec::contains(int64_t t) const {
   return false;
 }
 
+int64_t TimeSpec::count() const {
+  if (!declared) return 1;
+  uint64_t n = 0;
+  for (const auto& r : ranges) {
+    n += range_count(r);
+    if (n >= static_cast<uint64_t>(INT64_MAX)) return INT64_MAX;
+  }
+  return static_cast<int64_t>(n);
+}
+
 std::vector<int64_t> TimeSpec::list() const {
   if (!declared) return {0};
   std::vector<int64_t> out;
+  // parse_time refuses more than kMaxTimesteps; the bound here only guards a TimeSpec made otherwise.
   for (const auto& r : ranges) {
-    for (int64_t t = r[0]; t <= r[1] && out.size() < (1u << 24); t += r[2]) out.push_back(t);
+    for (int64_t t = r[0]; t <= r[1] && out.size() < static_cast<size_t>(kMaxTimesteps); t += r[2]) {
+      out.push_back(t);
+      if (t > INT64_MAX - r[2]) break;
+    }
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

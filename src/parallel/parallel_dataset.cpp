@@ -139,7 +139,8 @@ Result<std::unique_ptr<ParallelDataset>> ParallelDataset::open(MPI_Comm comm, co
   auto ds = Dataset::open(path, {.writable = writable,
                                  .durable = parallel.durable,
                                  .threads = parallel.threads,
-                                 .verify_checksums = parallel.verify_checksums});
+                                 .verify_checksums = parallel.verify_checksums,
+                                 .allow_outside_folder = parallel.allow_outside_folder});
   Status s = ds.status();
   if (writable && ds.is_ok() && core::DatasetParts(*ds.value()).idx.interleave > 1)
     s = unsupported("parallel writes of interleaved datasets");

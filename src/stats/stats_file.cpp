@@ -135,9 +135,10 @@ Result<StatsTable> parse_stats_file(std::span<const std::byte> bytes, const std:
   if (get<uint32_t>(p + 12) != components.size() || get<uint64_t>(p + 16) != static_cast<uint64_t>(blocks_per_file)) {
     return corrupt(where + "field count or blocks per file differ from the dataset");
   }
-  t.sub_block_bits = static_cast<int>(get<uint32_t>(p + 24));
-  if (t.sub_block_bits > 24)
-    return corrupt(where + "sub-block bits " + std::to_string(t.sub_block_bits) + " out of range");
+  // Checked before the cast: a word of 2^31 or more would turn negative and pass.
+  const uint32_t sub_block_bits = get<uint32_t>(p + 24);
+  if (sub_block_bits > 24) return corrupt(where + "sub-block bits " + std::to_string(sub_block_bits) + " out of range");
+  t.sub_block_bits = static_cast<int>(sub_block_bits);
   if (t.version == 2 && get<uint32_t>(p + 28) != kChecksumXxh3)
     return corrupt(where + "unknown checksum kind " + std::to_string(get<uint32_t>(p + 28)));
   t.data_file_size = get<uint64_t>(p + 32);

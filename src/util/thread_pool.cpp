@@ -1,6 +1,8 @@
 // ThreadPool implementation: workers pull indices from a shared counter.
 #include "util/thread_pool.hpp"
 
+#include <utility>
+
 namespace hzio::util {
 
 ThreadPool::ThreadPool(int threads) {
@@ -23,8 +25,18 @@ void ThreadPool::run_items() {
     size_t i = next_++;
     const auto* fn = fn_;
     lock.unlock();
-    (*fn)(i);
+    std::exception_ptr failed;
+    try {
+      (*fn)(i);
+    } catch (...) {  // e.g. std::bad_alloc: carried to the caller, never out of a worker thread
+      failed = std::current_exception();
+    }
     lock.lock();
+    if (failed) {
+      if (!error_) error_ = failed;
+      finished_ += n_ - next_;  // the items nobody will run now
+      next_ = n_;
+    }
     if (++finished_ == n_) done_.notify_all();
   }
 }
@@ -61,6 +73,11 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& fn) {
   std::unique_lock lock(mutex_);
   done_.wait(lock, [&] { return finished_ == n_; });
   fn_ = nullptr;
+  if (error_) {
+    std::exception_ptr e = std::exchange(error_, nullptr);
+    lock.unlock();
+    std::rethrow_exception(e);
+  }
 }
 
 }  // namespace hzio::util

@@ -3,6 +3,7 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -18,7 +19,8 @@ class ThreadPool {
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Local, not reentrant. Runs fn(i) for i in [0, n) on the pool and the calling thread; returns when
-  // all are done. fn must not throw.
+  // all are done. If an fn(i) throws (std::bad_alloc, say), the items not yet started are skipped and the
+  // first exception is rethrown here once every running item has returned.
   void parallel_for(size_t n, const std::function<void(size_t)>& fn);
 
  private:
@@ -30,6 +32,7 @@ class ThreadPool {
   std::condition_variable wake_, done_;
   const std::function<void(size_t)>* fn_ = nullptr;
   size_t n_ = 0, next_ = 0, finished_ = 0;
+  std::exception_ptr error_;  // the first exception an item threw in the current parallel_for
   uint64_t generation_ = 0;
   bool stop_ = false;
 };
