@@ -46,6 +46,13 @@ typedef struct hzio_create_options {
   int overwrite;
 } hzio_create_options;
 
+/* What hzio_dataset_open_with takes; all zero (memset) is the default of hzio_dataset_open(path, 0, ...). */
+typedef struct hzio_open_options {
+  int writable;             /* != 0: writes allowed */
+  int skip_checksums;       /* != 0: reads do not check blocks against their checksums (format.md "Checksums") */
+  int allow_outside_folder; /* != 0: accept templates naming files outside the .idx's folder (format.md "Limits") */
+} hzio_open_options;
+
 /* The message of the last failed call on this thread ("" if none). Valid until the next call. */
 const char* hzio_last_error(void);
 
@@ -53,6 +60,8 @@ const char* hzio_last_error(void);
 hzio_status hzio_dataset_create(const char* path, const hzio_create_options* options, hzio_dataset** out);
 /* Local. Opens a dataset; writable != 0 allows writes. */
 hzio_status hzio_dataset_open(const char* path, int writable, hzio_dataset** out);
+/* Local. Opens a dataset with options (NULL: the defaults). */
+hzio_status hzio_dataset_open_with(const char* path, const hzio_open_options* options, hzio_dataset** out);
 /* Local. Metadata: any pointer may be NULL. dims is x first. */
 hzio_status hzio_dataset_info(const hzio_dataset* ds, int* ndim, int64_t dims[3], int* max_level, int* field_count,
                               int* time_count);

@@ -76,9 +76,19 @@ hzio_status hzio_dataset_create(const char* path, const hzio_create_options* opt
 }
 
 hzio_status hzio_dataset_open(const char* path, int writable, hzio_dataset** out) {
+  hzio_open_options o{};
+  o.writable = writable;
+  return hzio_dataset_open_with(path, &o, out);
+}
+
+hzio_status hzio_dataset_open_with(const char* path, const hzio_open_options* options, hzio_dataset** out) {
   if (!path || !out) return null_arg("path or out");
+  const hzio_open_options defaults{};
+  const hzio_open_options& given = options ? *options : defaults;
   hzio::OpenOptions o;
-  o.writable = writable != 0;
+  o.writable = given.writable != 0;
+  o.verify_checksums = given.skip_checksums == 0;
+  o.allow_outside_folder = given.allow_outside_folder != 0;
   auto ds = hzio::Dataset::open(path, o);
   if (!ds.is_ok()) return fail(ds.status());
   *out = new (std::nothrow) hzio_dataset{std::move(ds).value()};

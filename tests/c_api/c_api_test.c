@@ -74,6 +74,35 @@ int main(int argc, char** argv) {
   CHECK(hzio_dataset_close(ds) == HZIO_OK);
   CHECK(hzio_dataset_open("/nonexistent/x.idx", 0, &ds) == HZIO_ENOTFOUND);
 
+  /* A flipped bit of the raw "flag" block, which ends the one data file: reads fail on its checksum,
+     unless the open skips the checks. */
+  memset(flags, 5, sizeof flags);
+  CHECK(hzio_dataset_open(path, 1, &ds) == HZIO_OK);
+  CHECK(hzio_dataset_write_box(ds, lo, hi, "flag", 0, flags, sizeof flags) == HZIO_OK);
+  CHECK(hzio_dataset_close(ds) == HZIO_OK);
+  char data_file[4200];
+  snprintf(data_file, sizeof data_file, "%s/0000.bin", argc > 1 ? argv[1] : "c_api_test_data");
+  FILE* f = fopen(data_file, "r+b");
+  CHECK(f != NULL);
+  if (f) {
+    fseek(f, -1, SEEK_END);
+    int last = fgetc(f);
+    fseek(f, -1, SEEK_END);
+    fputc(last ^ 1, f);
+    fclose(f);
+  }
+  CHECK(hzio_dataset_open(path, 0, &ds) == HZIO_OK);
+  CHECK(hzio_dataset_read_box(ds, lo, hi, -1, "flag", 0, flags, sizeof flags) == HZIO_ECORRUPT);
+  CHECK(strstr(hzio_last_error(), "checksum mismatch") != NULL);
+  CHECK(hzio_dataset_read_box(ds, lo, hi, -1, "temperature", 0, back, sizeof back) == HZIO_OK);
+  CHECK(hzio_dataset_close(ds) == HZIO_OK);
+  hzio_open_options oo;
+  memset(&oo, 0, sizeof oo);
+  oo.skip_checksums = 1;
+  CHECK(hzio_dataset_open_with(path, &oo, &ds) == HZIO_OK);
+  CHECK(hzio_dataset_read_box(ds, lo, hi, -1, "flag", 0, flags, sizeof flags) == HZIO_OK);
+  CHECK(hzio_dataset_close(ds) == HZIO_OK);
+
   printf("%d passed, %d failed\n", passes, failures);
   return failures ? 1 : 0;
 }
