@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 namespace hzio::format {
@@ -62,6 +63,13 @@ std::string resolve(std::string name, const std::string& idx_dir) {
   return name;
 }
 
+// A resolved name as folder listings spell it (DataFileNames::matches compares the two): "//", "." and ".."
+// removed, so that a .idx in "/" or a template such as "./a//%04x.bin" names its files as they are listed.
+std::string normal(const std::string& name) { return std::filesystem::path(name).lexically_normal().string(); }
+
+Result<std::string> marked_name(const IdxFile& idx, const std::string& idx_dir, std::vector<TemplateField>& fields,
+                                bool nul_markers);
+
 }  // namespace
 
 int64_t slot_in_file(const IdxFile& idx, int64_t block) {
@@ -85,7 +93,8 @@ Result<std::string> format_time(const std::string& tmpl, int64_t time) {
   if (i >= tmpl.size() || (tmpl[i] != 'd' && tmpl[i] != 'i') || width > 32) {
     return format_error("time template '" + tmpl + "' must contain one %d field such as %04d");
   }
-  std::string digits = std::to_string(time < 0 ? -time : time);
+  // Negated as uint64_t: -INT64_MIN does not fit an int64_t.
+  std::string digits = std::to_string(time < 0 ? 0 - static_cast<uint64_t>(time) : static_cast<uint64_t>(time));
   std::string sign = time < 0 ? "-" : "";
   int pad = width - static_cast<int>(digits.size() + sign.size());
   std::string body =
@@ -94,7 +103,8 @@ Result<std::string> format_time(const std::string& tmpl, int64_t time) {
 }
 
 Result<std::string> data_file_path(const IdxFile& idx, const std::string& idx_dir, int64_t first_block, int64_t time) {
-  HZIO_ASSIGN_OR_RETURN(std::vector<TemplateField> fields, template_fields(idx.filename_template));
+  std::vector<TemplateField> fields;
+  HZIO_RETURN_IF_ERROR(marked_name(idx, idx_dir, fields, true).status());  // the template checks
   std::string time_part;
   if (idx.time.declared && !idx.time.template_text.empty()) {
     HZIO_ASSIGN_OR_RETURN(time_part, format_time(idx.time.template_text, time));
@@ -110,7 +120,7 @@ Result<std::string> data_file_path(const IdxFile& idx, const std::string& idx_di
   for (; !fields.empty() && addr != 0; addr = fields[0].digits >= 16 ? 0 : addr >> (4 * fields[0].digits)) {
     extra = hex(addr, fields[0].digits) + "/" + extra;
   }
-  return resolve(expand(idx.filename_template, fields, time_part, digits, extra), idx_dir);
+  return normal(resolve(expand(idx.filename_template, fields, time_part, digits, extra), idx_dir));
 }
 
 namespace {
@@ -128,12 +138,16 @@ std::string regex_escape(std::string_view text) {
 
 namespace {
 
-// A dataset's data file name with markers for its variable parts: \x01 the time, \x02 followed by N
-// for a field of N hex digits, \x03 the extra folders. Errors: kFormat (templates).
-Result<std::string> marked_name(const IdxFile& idx, const std::string& idx_dir, std::vector<TemplateField>& fields) {
+// A dataset's data file name, normal, with markers for its variable parts: \x01 the time, \x02 followed by N
+// for a field of N hex digits, \x03 the extra folders; with `nul_markers` NUL for each, which no path holds,
+// so that any other character may occur. Errors: kFormat (templates; a ".." that removes a folder named
+// after the block or the timestep, since files of different blocks or timesteps would then share a name).
+Result<std::string> marked_name(const IdxFile& idx, const std::string& idx_dir, std::vector<TemplateField>& fields,
+                                bool nul_markers) {
   const std::string& t = idx.filename_template;
+  const std::string marks = nul_markers ? std::string(3, '\0') : "\x01\x02\x03";
   for (const std::string* text : {&t, &idx.time.template_text, &idx_dir}) {
-    if (text->find_first_of("\x01\x02\x03") != std::string::npos)
+    if (!nul_markers && text->find_first_of(marks) != std::string::npos)
       return format_error("a file name template has control characters");
   }
   std::string time_part;
@@ -141,20 +155,30 @@ Result<std::string> marked_name(const IdxFile& idx, const std::string& idx_dir, 
     const std::string& tt = idx.time.template_text;
     HZIO_ASSIGN_OR_RETURN(time_part, format_time(tt, 0));  // checks the template
     if (const size_t pct = tt.find('%'); pct != std::string::npos) {
-      time_part = tt.substr(0, pct) + "\x01" + tt.substr(tt.find_first_of("di", pct) + 1);
+      time_part = tt.substr(0, pct) + marks[0] + tt.substr(tt.find_first_of("di", pct) + 1);
     }
   }
   HZIO_ASSIGN_OR_RETURN(fields, template_fields(t));
   std::vector<std::string> markers;
-  for (const auto& f : fields) markers.push_back("\x02" + std::string(1, static_cast<char>('0' + f.digits)));
-  return resolve(expand(t, fields, time_part, markers, fields.empty() ? "" : "\x03"), idx_dir);
+  for (const auto& f : fields) markers.push_back(marks[1] + std::string(1, static_cast<char>('0' + f.digits)));
+  const std::string name =
+      resolve(expand(t, fields, time_part, markers, fields.empty() ? "" : marks.substr(2)), idx_dir);
+  const std::string out = normal(name);
+  auto variable_parts = [&](const std::string& s) {
+    return std::count_if(s.begin(), s.end(), [&](char c) { return marks.find(c) != std::string::npos; });
+  };
+  if (variable_parts(out) != variable_parts(name)) {
+    return format_error("(filename_template) '" + t + "' with (time) '" + idx.time.template_text +
+                        "': a '..' removes a folder named after the block or the timestep");
+  }
+  return out;
 }
 
 }  // namespace
 
 Result<DataFileNames> DataFileNames::of(const IdxFile& idx, const std::string& idx_dir) {
   std::vector<TemplateField> fields;
-  HZIO_ASSIGN_OR_RETURN(std::string name, marked_name(idx, idx_dir, fields));
+  HZIO_ASSIGN_OR_RETURN(std::string name, marked_name(idx, idx_dir, fields, false));
   // Extra folders hold the hex digits of block numbers that the fields cannot (step 4 of the expansion).
   int extra = 0;
   if (!fields.empty()) {

@@ -1,0 +1,155 @@
+// Fuzz target for the whole open-read-commit path over a dataset folder: one of the data files or
+// sidecars of a small committed dataset (in /dev/shm, so in memory) is replaced by the input, then the
+// dataset is opened, read (with and without checksum checks), queried, listed, verified block by block,
+// and a partial rewrite is committed, which reads the existing data file and sidecar. Nothing may crash,
+// and a read that succeeds must return the written data wherever the input cannot have changed it.
+// HZIO_FUZZ_WRITE_SEEDS=DIR writes the seed inputs (each file as it is) to DIR.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "hzio/dataset.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kN = 16;  // 16^3 samples, 4 blocks of 1024 per field, 2 data files
+const char* const kFields[2] = {"r", "z"};
+
+struct Fixture {
+  std::string dir, idx;
+  std::vector<std::string> files;        // data files and sidecars, the inputs' targets
+  std::vector<std::vector<char>> bytes;  // their committed bytes
+  std::vector<float> r;                  // the written arrays
+  std::vector<int16_t> z;
+};
+
+std::vector<char> slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+void spill(const std::string& path, const char* data, size_t size) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(data, static_cast<std::streamsize>(size));
+}
+
+hzio::Box whole() { return hzio::Box{{0, 0, 0}, {kN, kN, kN}}; }
+
+Fixture make_fixture() {
+  Fixture f;
+  f.dir = (fs::exists("/dev/shm") ? std::string("/dev/shm") : fs::temp_directory_path().string()) +
+          "/hzio_dataset_fuzz." + std::to_string(::getpid());
+  fs::remove_all(f.dir);
+  fs::create_directories(f.dir);
+  static std::string made;  // removed when the process exits
+  made = f.dir;
+  std::atexit([] {
+    std::error_code ignored;
+    fs::remove_all(made, ignored);
+  });
+  f.idx = f.dir + "/d.idx";
+  hzio::CreateOptions o;
+  o.dims = {kN, kN, kN};
+  o.fields = {{"r", hzio::DType::parse("float32").value(), "raw"}, {"z", hzio::DType::parse("int16").value(), "zip"}};
+  o.bits_per_block = 10;
+  o.blocks_per_file = 2;
+  o.sub_block_bits = 2;
+  f.r.resize(kN * kN * kN);
+  f.z.resize(kN * kN * kN);
+  for (size_t i = 0; i < f.r.size(); ++i) {
+    f.r[i] = static_cast<float>(i % 977) * 0.5f - 100;
+    f.z[i] = static_cast<int16_t>(i * 7919 % 60000 - 30000);
+  }
+  auto ds = hzio::Dataset::create(f.idx, o, {.durable = false, .threads = 1});
+  if (!ds.is_ok()) std::abort();
+  if (!(*ds)->write_box(whole(), "r", 0, f.r.data(), f.r.size() * 4).is_ok()) std::abort();
+  if (!(*ds)->write_box(whole(), "z", 0, f.z.data(), f.z.size() * 2).is_ok()) std::abort();
+  if (!(*ds)->close().is_ok()) std::abort();
+  for (const auto& e : fs::recursive_directory_iterator(f.dir)) {
+    if (e.is_regular_file() && e.path().string() != f.idx) f.files.push_back(e.path().string());
+  }
+  std::sort(f.files.begin(), f.files.end());
+  if (f.files.size() != 4) std::abort();  // 2 data files and their sidecars
+  for (const auto& p : f.files) f.bytes.push_back(slurp(p));
+  if (const char* seeds = std::getenv("HZIO_FUZZ_WRITE_SEEDS")) {
+    for (size_t i = 0; i < f.files.size(); ++i) {
+      std::vector<char> seed(1, static_cast<char>(i));
+      seed.insert(seed.end(), f.bytes[i].begin(), f.bytes[i].end());
+      spill(std::string(seeds) + "/" + fs::path(f.files[i]).filename().string(), seed.data(), seed.size());
+    }
+  }
+  return f;
+}
+
+// Puts every file back as committed and removes anything a commit left (logs, temporary files).
+void restore(const Fixture& f) {
+  for (const auto& e : fs::recursive_directory_iterator(f.dir)) {
+    const std::string p = e.path().string();
+    if (e.is_regular_file() && p != f.idx && std::find(f.files.begin(), f.files.end(), p) == f.files.end())
+      fs::remove(p);
+  }
+  for (size_t i = 0; i < f.files.size(); ++i) spill(f.files[i], f.bytes[i].data(), f.bytes[i].size());
+}
+
+template <class T>
+void read_field(hzio::Dataset& ds, int field, const std::vector<T>& written, bool must_match) {
+  std::vector<T> back(written.size());
+  const hzio::Status s = ds.read_box(whole(), -1, kFields[field], 0, back.data(), back.size() * sizeof(T));
+  if (s.is_ok() && must_match && std::memcmp(back.data(), written.data(), back.size() * sizeof(T)) != 0)
+    std::abort();  // a successful read returned data the input could not have changed
+  std::vector<T> coarse(1);
+  (void)ds.read_box(whole(), 0, kFields[field], 0, coarse.data(), sizeof(T));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const Fixture f = make_fixture();
+  if (size < 1 || size > (1u << 20)) return 0;
+  const size_t target = data[0] % f.files.size();
+  const bool verify = (data[0] & 0x80) == 0;
+  spill(f.files[target], reinterpret_cast<const char*>(data + 1), size - 1);
+  const bool sidecar = f.files[target].ends_with(".hzstats");
+  // A field's samples are the written ones whenever the input left its bytes alone: it replaced a
+  // sidecar, or it replaced a data file with a same-sized one and reads check checksums (a file of
+  // another size makes its sidecar stale, and is then read unchecked: docs/format.md "Checksums").
+  const bool same_size = size - 1 == f.bytes[target].size();
+  const bool must_match = sidecar || (verify && same_size);
+  {
+    auto ds = hzio::Dataset::open(f.idx, {.threads = 1, .verify_checksums = verify});
+    if (ds.is_ok()) {
+      read_field(**ds, 0, f.r, must_match);
+      read_field(**ds, 1, f.z, must_match);
+      hzio::QueryResult q;
+      (void)(*ds)->query(whole(), -1, "r", 0, 0, 50, 0, false, &q);
+      for (const char* field : kFields) {
+        auto infos = (*ds)->block_infos(field, 0);
+        for (int64_t b = 0; b < (*ds)->block_count(); ++b) (void)(*ds)->verify_block(field, 0, b);
+        (void)infos;
+      }
+    }
+  }
+  {
+    // A partial rewrite merges with the stored blocks: the commit reads the existing files and sidecars.
+    auto ds =
+        hzio::Dataset::open(f.idx, {.writable = true, .durable = false, .threads = 1, .verify_checksums = verify});
+    if (ds.is_ok()) {
+      std::vector<float> box(3 * 5 * 7, 1.5f);
+      if ((*ds)->write_box(hzio::Box{{2, 3, 4}, {9, 8, 7}}, "r", 0, box.data(), box.size() * 4).is_ok())
+        (void)(*ds)->flush();
+      (*ds)->abandon();
+    }
+  }
+  restore(f);
+  return 0;
+}
