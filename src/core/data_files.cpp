@@ -4,8 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cstring>
+#include <deque>
 #include <future>
+#include <map>
+#include <mutex>
 
 #include "format/file_name.hpp"
 
@@ -18,8 +23,9 @@ struct DataFiles::Stored {
   uint64_t size = 0;
   uint32_t header_crc = 0;
   bool stats_loaded = false;
-  std::shared_ptr<const stats::StatsTable> stats;  // null: no sidecar that describes this file
-  Status sidecar_error;                            // a malformed sidecar
+  std::shared_ptr<const stats::StatsTable> stats;              // null: no sidecar that describes this file
+  std::shared_ptr<std::vector<std::atomic<uint8_t>>> checked;  // BlockLocation::checked, with stats
+  Status sidecar_error;                                        // a malformed sidecar
   Status header_error;  // when verifying: the header table does not match the sidecar's checksum
 };
 
@@ -66,6 +72,42 @@ constexpr uint64_t kAsyncWriteBytes = uint64_t{1} << 20;
 
 uint64_t align_down(uint64_t x) { return x / io::kDirectAlign * io::kDirectAlign; }
 uint64_t align_up(uint64_t x) { return align_down(x + io::kDirectAlign - 1); }
+
+// The checksum parts checked in this process, per version of a data file (its io::File::identity and
+// header CRC), so that a dataset opened again does not check again what an earlier open checked: a
+// file replaced or changed in place is another version. The oldest versions are forgotten beyond
+// kCheckedParts flags in all.
+constexpr size_t kCheckedParts = size_t{1} << 26;
+// How long after its last change a file's checks may be remembered.
+constexpr uint64_t kSettledNanoseconds = 2'000'000'000;
+
+std::shared_ptr<std::vector<std::atomic<uint8_t>>> checked_parts(const std::array<uint64_t, 5>& identity,
+                                                                 uint32_t header_crc, size_t parts) {
+  using Flags = std::vector<std::atomic<uint8_t>>;
+  using Version = std::pair<std::array<uint64_t, 5>, uint32_t>;
+  static std::mutex mutex;
+  static std::map<Version, std::shared_ptr<Flags>> known;
+  static std::deque<Version> order;  // oldest first
+  static size_t held = 0;
+  std::lock_guard lock(mutex);
+  const Version v{identity, header_crc};
+  if (auto it = known.find(v); it != known.end() && it->second->size() == parts) return it->second;
+  auto flags = std::make_shared<Flags>(parts);
+  if (parts > kCheckedParts) return flags;
+  while (held + parts > kCheckedParts && !order.empty()) {
+    auto old = known.find(order.front());
+    if (old != known.end()) {
+      held -= old->second->size();
+      known.erase(old);
+    }
+    order.pop_front();
+  }
+  if (auto it = known.find(v); it != known.end()) held -= it->second->size();
+  known[v] = flags;
+  order.push_back(v);
+  held += parts;
+  return flags;
+}
 }  // namespace
 
 DataFiles::DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable, int sub_block_bits, bool verify)
@@ -147,7 +189,10 @@ Result<std::optional<BlockLocation>> DataFiles::locate(int field, int64_t time, 
   if (verify_) {  // before the entry is trusted, even to say that the block is missing
     HZIO_RETURN_IF_ERROR(load_stats(*s, report));
     HZIO_RETURN_IF_ERROR(s->header_error);
-    if (s->stats && s->stats->version >= 2) w.sidecar = s->stats;
+    if (s->stats && s->stats->version >= 2) {
+      w.sidecar = s->stats;
+      w.checked = s->checked;
+    }
   }
   if (!w.entry.present()) return std::optional<BlockLocation>();
   w.entry_index = index;
@@ -172,12 +217,17 @@ Status DataFiles::check_payload_parts(const BlockLocation& where, size_t first, 
   if (first + count > parts || std::min<uint64_t>((first + count) * part, size) - base != bytes.size())
     return internal_error("checksum parts out of range for " + where.file->path());
   for (size_t k = first; k < first + count; ++k) {
+    const size_t at = where.entry_index * parts + k;
+    // Checked once per process and version of the file: the bytes of a file that a commit replaces are
+    // read from the new file, whose cached state starts unchecked (docs/format.md "Checksums").
+    if (where.checked && (*where.checked)[at].load(std::memory_order_relaxed)) continue;
     const uint64_t begin = std::min<uint64_t>(k * part, size), end = std::min<uint64_t>(begin + part, size);
     const uint64_t sum = stats::checksum_of(bytes.subspan(begin - base, end - begin));
-    if (sum != where.sidecar->checksums[where.entry_index * parts + k])
+    if (sum != where.sidecar->checksums[at])
       return mismatch(where, parts > 1 ? " (bytes " + std::to_string(begin) + " to " + std::to_string(end) +
                                              " of its " + std::to_string(size) + ")"
                                        : "");
+    if (where.checked) (*where.checked)[at].store(1, std::memory_order_relaxed);
   }
   return Status::ok();
 }
@@ -205,9 +255,21 @@ Status DataFiles::load_stats(Stored& s, ReadReport* report) {
     return s.sidecar_error;
   }
   switch (stats::binding_of(t.value(), s.size, s.header_crc)) {
-    case stats::Binding::kCurrent:
+    case stats::Binding::kCurrent: {
       s.stats = std::make_shared<const stats::StatsTable>(std::move(t).value());
+      // This open remembers what it checked. Other opens of this process share that only for files
+      // that changed more than a few seconds ago: file times have a coarse clock, and a file changed
+      // again within it could keep its times (as git treats "racily clean" files).
+      auto identity = s.file->identity();
+      const uint64_t now = static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count());
+      if (identity.is_ok() && now > std::max((*identity)[3], (*identity)[4]) + kSettledNanoseconds)
+        s.checked = checked_parts(identity.value(), s.header_crc, s.stats->checksums.size());
+      else
+        s.checked = std::make_shared<std::vector<std::atomic<uint8_t>>>(s.stats->checksums.size());
       break;
+    }
     case stats::Binding::kStale:  // describes another version of the file: nothing known
       break;
     case stats::Binding::kHeaderMismatch:

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <vector>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -30,6 +31,9 @@ struct BlockLocation {
   // What DataFiles::check_payload compares the payload with: the sidecar of its committed file when
   // reads verify checksums and the sidecar has them (null otherwise), and the block's entry in it.
   std::shared_ptr<const stats::StatsTable> sidecar;
+  // Per checksum part of every entry of that file: already checked in this process (set by
+  // check_payload_parts; null: check every time). Dropped with the file's cached state after a commit.
+  std::shared_ptr<std::vector<std::atomic<uint8_t>>> checked;
   size_t entry_index = 0;
   int field = 0;
   int64_t time = 0;

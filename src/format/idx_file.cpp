@@ -225,6 +225,13 @@ Status IdxFile::validate(std::string_view idx_name) {
   if (blocks_per_file < 1 || blocks_per_file > (int64_t{1} << 40)) {
     return format_error(where + "(blocksperfile) " + std::to_string(blocks_per_file) + " out of range");
   }
+  // A template without a field names one file for every block: with fewer slots than blocks, blocks
+  // would share slots and read (or overwrite) each other's entries.
+  if (filename_template.find('%') == std::string::npos && blocks_per_file < total_blocks() && interleave <= 1) {
+    return format_error(where + "(filename_template) '" + filename_template + "' names one file for all " +
+                        std::to_string(total_blocks()) + " blocks, but (blocksperfile) is " +
+                        std::to_string(blocks_per_file));
+  }
   if (interleave < 0) return format_error(where + "(interleave block) is negative");
   if (time.declared && !time.template_text.empty() &&
       std::count(time.template_text.begin(), time.template_text.end(), '%') != 1) {

@@ -216,6 +216,18 @@ std::string edited(std::vector<std::pair<std::string, std::string>> changes, con
 
 std::string with(const std::string& more) { return edited({}, more); }
 
+TEST(IdxFile, ATemplateNamingOneFileMustHoldEveryBlock) {
+  // 32^3 samples in blocks of 2^12: 8 blocks, which one file without a field holds only with bpf 8.
+  auto one_file = [](const std::string& bpf) {
+    return IdxFile::parse(
+        edited({{"./f32_3d_2fields_zip/%04x.bin", "./one.bin"}, {"(blocksperfile)\n8", "(blocksperfile)\n" + bpf}}),
+        "o.idx");
+  };
+  EXPECT_TRUE(one_file("8").is_ok());
+  EXPECT_EQ(one_file("2").status().code(), ErrorCode::kFormat);
+  EXPECT_NE(one_file("2").status().message().find("names one file"), std::string::npos);
+}
+
 TEST(IdxFile, DeclaredSizesStayWithinTheDocumentedLimits) {
   // Blocks: 2^bpb samples of the widest field, at most kMaxBlockBytes (1 GiB).
   const std::string long_mask = "V" + std::string(40, '0');

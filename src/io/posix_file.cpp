@@ -142,6 +142,15 @@ Result<uint64_t> File::size() const {
   return static_cast<uint64_t>(st.st_size);
 }
 
+Result<std::array<uint64_t, 5>> File::identity() const {
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) return os_error("stat", path_, errno);
+  return std::array<uint64_t, 5>{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+                                 static_cast<uint64_t>(st.st_size),
+                                 static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000u + st.st_mtim.tv_nsec,
+                                 static_cast<uint64_t>(st.st_ctim.tv_sec) * 1000000000u + st.st_ctim.tv_nsec};
+}
+
 Status File::read_at(uint64_t offset, std::span<std::byte> out) const {
   size_t done = 0;
   while (done < out.size()) {

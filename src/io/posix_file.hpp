@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -40,6 +41,9 @@ class File {
   const std::string& path() const { return path_; }
   // Local. Current size in bytes.
   Result<uint64_t> size() const;
+  // Local. What tells this version of the file from any other: device, inode, size, modification and
+  // change times (a rename keeps them; a rewrite in place or a new file changes them). Errors: kIo.
+  Result<std::array<uint64_t, 5>> identity() const;
   // Local. Reads exactly out.size() bytes at `offset`. Errors: kCorrupt if the file ends first, kIo.
   Status read_at(uint64_t offset, std::span<std::byte> out) const;
   // Local. Writes all of `data` at `offset`. Errors: kIo (ENOSPC is reported as "disk full").

@@ -9,6 +9,8 @@
 
 #include "stats/stats_file.hpp"
 
+#include <xxhash.h>
+
 namespace hzio::stats {
 namespace {
 
@@ -126,7 +128,19 @@ TEST(StatsFile, ReadsVersionOneWithoutChecksums) {
   EXPECT_EQ(binding_of(t, 216, 1), Binding::kStale);  // version 1: another header table is another file version
 }
 
-TEST(StatsFile, PayloadChecksumsCoverEqualChunks) {
+TEST(StatsFile, ChecksumsAreTheXxHashLibrarysXxh3) {
+  // checksum_of may take its AVX2 build: the values must be the library's, for every length and alignment.
+  std::vector<std::byte> bytes(5000);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::byte>(i * 131 + (i >> 7));
+  for (size_t offset : {0, 1, 3}) {
+    for (size_t n = 0; n + offset <= bytes.size(); n += n < 300 ? 1 : 97) {
+      const auto span = std::span<const std::byte>(bytes).subspan(offset, n);
+      ASSERT_EQ(checksum_of(span), XXH3_64bits(span.data(), span.size())) << offset << " " << n;
+    }
+  }
+}
+
+TEST(StatsFile, PayloadChecksumsCoverEqualParts) {
   std::vector<std::byte> payload(100);
   for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<std::byte>(i * 7);
   uint64_t whole = 0, parts[4] = {};

@@ -73,7 +73,17 @@ uint32_t crc32_of(std::span<const std::byte> bytes) {
   return static_cast<uint32_t>(crc);
 }
 
-uint64_t checksum_of(std::span<const std::byte> bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
+#if HZIO_CHECKSUM_AVX2
+uint64_t checksum_avx2(const void* data, size_t size);  // checksum_avx2.cpp
+#endif
+
+uint64_t checksum_of(std::span<const std::byte> bytes) {
+#if HZIO_CHECKSUM_AVX2
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) return checksum_avx2(bytes.data(), bytes.size());
+#endif
+  return XXH3_64bits(bytes.data(), bytes.size());
+}
 
 uint64_t checksum_part_bytes(uint64_t size, int sub_block_bits) {
   const uint64_t parts = checksum_parts(sub_block_bits);

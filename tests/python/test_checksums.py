@@ -14,6 +14,7 @@ import re
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import hzio
@@ -257,3 +258,24 @@ def test_index_adds_checksums_to_a_dataset_openvisus_wrote(tmp_path):
     hzio.index(path)
     with hzio.open(path) as ds:
         np.testing.assert_array_equal(ds.read(), a)
+
+
+def test_a_file_changed_after_an_earlier_read_of_this_process_is_checked_again(tmp_path):
+    """Checks are remembered per version of a data file (across opens only once it has settled): a later
+    change in place is another version, and the next read checks it."""
+    path = tmp_path / "s.idx"
+    a = np.random.default_rng(5).standard_normal((16, 16, 16)).astype(np.float32)
+    with hzio.create(path, shape=a.shape, fields={"v": "float32"}, bits_per_block=8) as ds:
+        ds.write(a)
+    time.sleep(2.5)  # settled: the next open's checks are remembered for the process
+    for _ in range(2):
+        with hzio.open(path) as ds:
+            np.testing.assert_array_equal(ds.read(), a)
+    f = _data_files(path)[0]
+    _, offset, size = _payloads(f.read_bytes(), 1, 16)[3]
+    _flip(f, 8 * (offset + size // 2))
+    with hzio.open(path) as ds:
+        with pytest.raises(hzio.CorruptError, match="checksum mismatch"):
+            ds.read()
+        with pytest.raises(hzio.CorruptError, match="checksum mismatch"):
+            ds.read()  # a failed check is not remembered as done
