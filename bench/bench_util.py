@@ -3,6 +3,7 @@
 Nothing here knows about hzio or OpenVisus; ``write_read_bench.py`` builds its cases on top of it.
 """
 
+import json
 import os
 import platform
 import shutil
@@ -131,3 +132,11 @@ def summarize(seconds, nbytes):
     median = statistics.median(seconds)
     return {"seconds": [round(s, 4) for s in seconds], "median_s": round(median, 4), "min_s": round(min(seconds), 4),
             "max_s": round(max(seconds), 4), "mib_per_s": round(nbytes / 2**20 / median, 1)}
+
+
+def write_json(path, report):
+    """Write a benchmark's report as indented JSON to ``path`` (folders made as needed) and say so."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(report, f, indent=1)
+    print(f"wrote {path}")

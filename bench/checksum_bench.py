@@ -25,7 +25,7 @@ import time
 
 import hzio
 import numpy as np
-from bench_util import drop_page_cache, machine_facts, tree_bytes, uptime_line
+from bench_util import drop_page_cache, machine_facts, tree_bytes, uptime_line, write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
@@ -319,10 +319,7 @@ def main(argv=None):
               "compiler_running_at_end": compiling, "machine": facts, "uptime_before": uptime_before,
               "uptime_after": uptime_after, "results": results,
               "versions": {"hzio": hzio.__version__, "numpy": np.__version__, "hzio_core_built": HZIO_BUILT}}
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(report, f, indent=1)
-    print(f"wrote {args.json}")
+    write_json(args.json, report)
     return 0
 
 

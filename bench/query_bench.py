@@ -13,7 +13,6 @@ is compared with NumPy on the source; a mismatch fails the run.
 
 import argparse
 import datetime
-import json
 import os
 import shutil
 import sys
@@ -21,7 +20,7 @@ import time
 
 import hzio
 import numpy as np
-from bench_util import drop_page_cache, machine_facts, summarize, uptime_line
+from bench_util import drop_page_cache, machine_facts, summarize, uptime_line, write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
@@ -305,10 +304,7 @@ def main(argv=None):
               "target_met": verdicts, "variants": variants,
               "versions": {"hzio": hzio.__version__, "numpy": np.__version__,
                            "hzio_core_built": HZIO_BUILT}}
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(report, f, indent=1)
-    print(f"wrote {args.json}")
+    write_json(args.json, report)
     return 0
 
 

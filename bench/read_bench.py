@@ -14,7 +14,6 @@ source samples and a mismatch fails the run. Medians over ``--reps``, cold and w
 import argparse
 import datetime
 import filecmp
-import json
 import os
 import shutil
 import sys
@@ -23,7 +22,7 @@ from statistics import median
 
 import hzio
 import numpy as np
-from bench_util import drop_page_cache, machine_facts, summarize, uptime_line
+from bench_util import drop_page_cache, machine_facts, summarize, uptime_line, write_json
 from mpi4py import MPI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -409,10 +408,7 @@ def main(argv=None):
               "seconds": {"/".join(map(str, k)): [round(s, 5) for s in v] for k, v in times.items()},
               "versions": {"hzio": hzio.__version__, "numpy": np.__version__,
                            "hzio_core_built": HZIO_BUILT}}
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(report, f, indent=1)
-    print(f"wrote {args.json}")
+    write_json(args.json, report)
     return 0
 
 

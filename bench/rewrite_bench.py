@@ -16,7 +16,6 @@ Every read is compared with the source; a mismatch fails the run. See bench/READ
 
 import argparse
 import datetime
-import json
 import os
 import shutil
 import statistics
@@ -25,7 +24,7 @@ import time
 
 import hzio
 import numpy as np
-from bench_util import machine_facts, uptime_line
+from bench_util import machine_facts, uptime_line, write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
@@ -119,10 +118,7 @@ def main():
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(uptime_line())
-    os.makedirs(os.path.dirname(args.json), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(report, f, indent=1)
-    print(f"wrote {args.json}")
+    write_json(args.json, report)
 
 
 if __name__ == "__main__":

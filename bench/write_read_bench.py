@@ -11,7 +11,6 @@ compared with the source array and a mismatch fails the run. Medians over ``--re
 
 import argparse
 import datetime
-import json
 import os
 import shutil
 import sys
@@ -20,7 +19,7 @@ import time
 import hzio
 import numpy as np
 import OpenVisus as ov  # imported here so no timed case pays for loading the library
-from bench_util import drop_page_cache, fsync_tree, machine_facts, summarize, timed, tree_bytes, uptime_line
+from bench_util import drop_page_cache, fsync_tree, machine_facts, summarize, timed, tree_bytes, uptime_line, write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
@@ -329,10 +328,7 @@ def main(argv=None):
               "cold_cache_dropped": cold_ok, "machine": facts, "uptime_before": uptime_before,
               "uptime_after": uptime_after, "targets": TARGETS, "results": summary, "ratios": ratio,
               "interop": interop, "versions": {"hzio": hzio.__version__, "numpy": np.__version__}}
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(report, f, indent=1)
-    print(f"wrote {args.json}")
+    write_json(args.json, report)
     return 0
 
 

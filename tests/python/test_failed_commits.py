@@ -33,6 +33,7 @@ import hzio
 import hzio.cli
 import numpy as np
 import pytest
+from commit_scenarios import PART, SHAPE, scenario_result
 
 ERRNOS = (errno.ENOSPC, errno.EIO, errno.EACCES, errno.EROFS)
 
@@ -77,8 +78,6 @@ IDX = {"idx create", "idx write", "idx fsync", "idx rename"}
 # though the error is reported; a new timestep is still not listed, the .idx comes last.
 PUBLISHED = {"data folder fsync", "idx rename"}
 
-SHAPE = (16, 16, 16)
-PART = (slice(3, 5), slice(2, 9), slice(1, 4))  # cuts blocks: merged with the stored blocks at commit
 
 # scenario -> (timesteps written, in commit order; steps the commit does not take). A whole rewrite
 # and a new timestep write every block of their file, so their logs become the files; a part needs a
@@ -100,16 +99,6 @@ def scenario_write(ds, scenario, b, c):
         ds.write(b[PART], offset=tuple(s.start for s in PART), time=0)
     if scenario in ("new timestep", "rewrite and new timestep"):
         ds.write(c, time=1)
-
-
-def scenario_result(scenario, a, b, c):
-    """{timestep: array} the dataset holds once the writes of ``scenario`` over ``a`` are committed."""
-    t0 = a.copy()
-    if scenario in ("rewrite", "rewrite and new timestep"):
-        t0 = b
-    if scenario == "partial rewrite":
-        t0[PART] = b[PART]
-    return {0: t0, 1: c} if scenario in ("new timestep", "rewrite and new timestep") else {0: t0}
 
 
 def matrix(durable):

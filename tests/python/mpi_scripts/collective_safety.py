@@ -41,9 +41,8 @@ from mpi4py import MPI
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import hz_expect as he  # noqa: E402
+from commit_scenarios import PART, SHAPE, scenario_result  # noqa: E402
 
-SHAPE = (16, 16, 16)
-PART = (slice(3, 5), slice(2, 9), slice(1, 4))  # cuts blocks: merged with the stored blocks at commit
 WHOLE = tuple(slice(0, n) for n in SHAPE)
 comm = MPI.COMM_WORLD
 
@@ -117,16 +116,6 @@ def scenario_write(ds, scenario, b, c):
         write_slab(ds, b, time=0, box=PART)
     if scenario in ("new timestep", "rewrite and new timestep"):
         write_slab(ds, c, time=1)
-
-
-def scenario_result(scenario, a, b, c):
-    """{timestep: array} once the writes of ``scenario`` over ``a`` are committed."""
-    t0 = a.copy()
-    if scenario in ("rewrite", "rewrite and new timestep"):
-        t0 = b
-    if scenario == "partial rewrite":
-        t0[PART] = b[PART]
-    return {0: t0, 1: c} if scenario in ("new timestep", "rewrite and new timestep") else {0: t0}
 
 
 def wrong_statistics(path, expected):
