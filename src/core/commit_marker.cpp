@@ -36,6 +36,14 @@ bool held_by_another(const std::string& idx_path, std::string* holder) {
   return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH;
 }
 
+Result<IdxVersion> idx_version(const std::string& idx_path) {
+  struct stat st {};
+  if (::stat(idx_path.c_str(), &st) != 0) return io_error("stat " + idx_path + ": " + std::strerror(errno));
+  return IdxVersion{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+                    static_cast<uint64_t>(st.st_size), st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec,
+                    st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec};
+}
+
 }  // namespace
 
 std::string commit_marker_path(const std::string& idx_path) { return idx_path + ".commit"; }
@@ -59,16 +67,12 @@ Result<IdxVersion> await_idx_version(const std::string& idx_path, double wait_se
     }
     std::this_thread::sleep_for(pause);
   }
-  struct stat st {};
-  if (::stat(idx_path.c_str(), &st) != 0) return io_error("stat " + idx_path + ": " + std::strerror(errno));
-  return IdxVersion{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
-                    static_cast<uint64_t>(st.st_size), st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec,
-                    st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec};
+  return idx_version(idx_path);
 }
 
 bool idx_unchanged(const std::string& idx_path, const IdxVersion& v) {
   if (held_by_another(idx_path, nullptr)) return false;
-  auto now = await_idx_version(idx_path, 0);
+  auto now = idx_version(idx_path);
   return now.is_ok() && now.value() == v;
 }
 
