@@ -26,7 +26,8 @@ struct DataFiles::Stored {
   std::shared_ptr<const stats::StatsTable> stats;              // null: no sidecar that describes this file
   std::shared_ptr<std::vector<std::atomic<uint8_t>>> checked;  // BlockLocation::checked, with stats
   Status sidecar_error;                                        // a malformed sidecar
-  Status header_error;  // when verifying: the header table does not match the sidecar's checksum
+  Status header_error;                   // when verifying: the header table does not match the sidecar's checksum
+  std::vector<std::byte> sidecar_bytes;  // the sidecar while `stats` holds its checksums only
 };
 
 struct DataFiles::Pending {
@@ -187,7 +188,7 @@ Result<std::optional<BlockLocation>> DataFiles::locate(int field, int64_t time, 
   w.file = s->file;
   w.committed = true;
   if (verify_) {  // before the entry is trusted, even to say that the block is missing
-    HZIO_RETURN_IF_ERROR(load_stats(*s, report));
+    HZIO_RETURN_IF_ERROR(load_stats(*s, report, false));
     HZIO_RETURN_IF_ERROR(s->header_error);
     if (s->stats && s->stats->version >= 2) {
       w.sidecar = s->stats;
@@ -241,22 +242,41 @@ Status DataFiles::mismatch(const BlockLocation& where, const std::string& what) 
                  "file in place; `hzio index --no-verify` records the file as it is now)");
 }
 
-Status DataFiles::load_stats(Stored& s, ReadReport* report) {
-  if (s.stats_loaded || !s.exists) return s.sidecar_error;
-  s.stats_loaded = true;
-  const std::string path = s.file->path() + stats::kStatsSuffix;
-  auto f = io::File::open(path, io::File::Mode::kRead);
-  if (!f.is_ok()) return Status::ok();  // no sidecar: statistics unknown
-  auto t = read_sidecar(*f, path, report);
-  if (!t.is_ok()) {  // kept: every later use of this file meets the same error
-    s.sidecar_error = Status(t.status().code(), t.status().message() +
-                                                    " (`hzio index` rewrites the sidecar; reads with verify off "
-                                                    "do not load it)");
-    return s.sidecar_error;
+Status DataFiles::load_stats(Stored& s, ReadReport* report, bool entries) {
+  if (!s.exists) return s.sidecar_error;
+  if (!s.stats_loaded) {
+    s.stats_loaded = true;
+    const std::string path = s.file->path() + stats::kStatsSuffix;
+    auto f = io::File::open(path, io::File::Mode::kRead);
+    if (!f.is_ok()) return Status::ok();  // no sidecar: statistics unknown
+    auto bytes = read_sidecar(*f, path, report);
+    auto t = bytes.is_ok() ? stats::parse_stats_file(bytes.value(), components(), idx_->blocks_per_file, path, entries)
+                           : Result<stats::StatsTable>(bytes.status());
+    if (!t.is_ok()) {  // kept: every later use of this file meets the same error
+      s.sidecar_error = Status(t.status().code(), t.status().message() +
+                                                      " (`hzio index` rewrites the sidecar; reads with verify off "
+                                                      "do not load it)");
+      return s.sidecar_error;
+    }
+    HZIO_RETURN_IF_ERROR(bind_stats(s, std::move(t).value(), path));
+    // Statistics not asked for yet stay undecoded until they are (a read that verifies needs only the
+    // checksums; decoding every range's record is most of a sidecar's load).
+    if (s.stats && !entries) s.sidecar_bytes = std::move(bytes).value();
   }
-  switch (stats::binding_of(t.value(), s.size, s.header_crc)) {
+  if (entries && !s.sidecar_bytes.empty()) {
+    auto t = stats::parse_stats_file(s.sidecar_bytes, components(), idx_->blocks_per_file,
+                                     s.file->path() + stats::kStatsSuffix);
+    std::vector<std::byte>().swap(s.sidecar_bytes);
+    HZIO_RETURN_IF_ERROR(t.status());  // the bytes parsed before: this cannot fail
+    s.stats = std::make_shared<const stats::StatsTable>(std::move(t).value());
+  }
+  return s.sidecar_error;
+}
+
+Status DataFiles::bind_stats(Stored& s, stats::StatsTable t, const std::string& path) {
+  switch (stats::binding_of(t, s.size, s.header_crc)) {
     case stats::Binding::kCurrent: {
-      s.stats = std::make_shared<const stats::StatsTable>(std::move(t).value());
+      s.stats = std::make_shared<const stats::StatsTable>(std::move(t));
       // This open remembers what it checked. Other opens of this process share that only for files
       // that changed more than a few seconds ago: file times have a coarse clock, and a file changed
       // again within it could keep its times (as git treats "racily clean" files).
@@ -285,14 +305,14 @@ Status DataFiles::load_stats(Stored& s, ReadReport* report) {
   return Status::ok();
 }
 
-Result<stats::StatsTable> DataFiles::read_sidecar(const io::File& f, const std::string& path,
-                                                  ReadReport* report) const {
+Result<std::vector<std::byte>> DataFiles::read_sidecar(const io::File& f, const std::string& path,
+                                                       ReadReport* report) const {
   HZIO_ASSIGN_OR_RETURN(uint64_t size, f.size());
   if (size > (uint64_t{1} << 32)) return corrupt("statistics file " + path + " is implausibly large");
   std::vector<std::byte> bytes(static_cast<size_t>(size));
   HZIO_RETURN_IF_ERROR(f.read_at(0, bytes));
   if (report) report->bytes_read += static_cast<int64_t>(bytes.size());
-  return stats::parse_stats_file(bytes, components(), idx_->blocks_per_file, path);
+  return bytes;
 }
 
 Result<bool> DataFiles::has_checksums(int64_t time, uint64_t block) {
@@ -300,7 +320,7 @@ Result<bool> DataFiles::has_checksums(int64_t time, uint64_t block) {
   const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
   HZIO_ASSIGN_OR_RETURN(Stored * s, stored(key, nullptr));
   if (!s->exists) return false;
-  HZIO_RETURN_IF_ERROR(load_stats(*s, nullptr));
+  HZIO_RETURN_IF_ERROR(load_stats(*s, nullptr, false));
   return s->stats && s->stats->version >= 2;
 }
 
@@ -316,7 +336,7 @@ Result<std::optional<stats::BlockStats>> DataFiles::block_stats(int field, int64
   }
   HZIO_ASSIGN_OR_RETURN(Stored * s, stored(key, report));
   if (!s->exists || !s->entries[index].present()) return std::optional<stats::BlockStats>(stats::BlockStats{});
-  HZIO_RETURN_IF_ERROR(load_stats(*s, report));
+  HZIO_RETURN_IF_ERROR(load_stats(*s, report, true));
   HZIO_RETURN_IF_ERROR(s->header_error);
   if (!s->stats || s->stats->entries[index].block.count == stats::kUnknown) return std::optional<stats::BlockStats>();
   return std::optional<stats::BlockStats>(s->stats->entries[index]);
@@ -569,7 +589,7 @@ Status DataFiles::write_stats(Pending& p, Stored* old, const std::vector<format:
         t.entries[i] = *p.stats[i];
       else
         t.entries[i].block.count = stats::kUnknown;
-    } else if (old && old->stats_loaded && old->stats) {
+    } else if (old && old->stats_loaded && old->stats && !old->stats->entries.empty()) {
       t.entries[i] = old->stats->entries[i];
       if (old->stats->sub_block_bits != sub_block_bits_)
         t.entries[i].parts.clear();  // other sub-block bits: parts unknown
@@ -596,7 +616,7 @@ Status DataFiles::finish(const Key& key, Pending& p) {
   HZIO_ASSIGN_OR_RETURN(Stored * prior, stored(key, nullptr));
   bool needs_old = false;
   if (prior && prior->exists) {
-    (void)load_stats(*prior, nullptr);  // a malformed sidecar only means the old blocks' stats are unknown
+    (void)load_stats(*prior, nullptr, true);  // a malformed sidecar only means the old blocks' stats are unknown
     for (size_t i = 0; i < p.entries.size(); ++i) needs_old |= prior->entries[i].present() && !p.entries[i].present();
   }
   if (needs_old && !prior->header_error.is_ok()) {  // the old blocks' places are not to be trusted

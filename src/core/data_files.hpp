@@ -150,8 +150,10 @@ class DataFiles {
   Status make_buffer(Pending& p, uint64_t end);  // room in p.buffer for the log's bytes up to `end`
   Status write_out(Pending& p);                  // hands the buffered bytes to a writer thread
   Status wait_written(Pending& p);               // waits for the writer; the log's first write error if any
-  Status load_stats(Stored& s, ReadReport* report);
-  Result<stats::StatsTable> read_sidecar(const io::File& f, const std::string& path, ReadReport* report) const;
+  // The sidecar of a committed file, loaded once; with `entries`, its statistics decoded too.
+  Status load_stats(Stored& s, ReadReport* report, bool entries);
+  Status bind_stats(Stored& s, stats::StatsTable t, const std::string& path);
+  Result<std::vector<std::byte>> read_sidecar(const io::File& f, const std::string& path, ReadReport* report) const;
   Status write_stats(Pending& p, Stored* old, const std::vector<format::BlockEntry>& entries, uint64_t file_size,
                      std::span<const std::byte> header, const std::vector<uint64_t>& checksums);
   Status mismatch(const BlockLocation& where, const std::string& what) const;

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -138,6 +139,61 @@ TEST(DataFiles, AFailedCommitChangesNothingAndLeavesNoTemporaryFile) {
       EXPECT_TRUE(name == "0000.bin" || name == "0000.bin.hzstats") << step << ": " << name;
     }
   }
+}
+
+// The statistics a block was committed with, from its payload of uint8 samples.
+stats::BlockStats stats_of(const std::vector<std::byte>& bytes) {
+  stats::BlockStats st;
+  st.block.count = bytes.size();
+  const auto [lo, hi] = std::minmax_element(bytes.begin(), bytes.end());
+  st.block.min = {static_cast<double>(*lo)};
+  st.block.max = {static_cast<double>(*hi)};
+  return st;
+}
+
+// A read that verifies loads only a sidecar's checksums; statistics asked for later, and those a
+// rewrite carries over for the blocks it does not write, are still the committed ones.
+TEST(DataFiles, StatisticsSurviveAReadThatLoadedOnlyTheChecksums) {
+  const std::string dir = fresh_dir("lazy_stats");
+  format::IdxFile idx = four_blocks();
+  std::vector<std::vector<std::byte>> blocks(4);
+  {
+    DataFiles files(&idx, dir, false);
+    for (int b = 0; b < 4; ++b) {
+      blocks[static_cast<size_t>(b)] = payload(16, b + 3);
+      const stats::BlockStats st = stats_of(blocks[static_cast<size_t>(b)]);
+      ASSERT_TRUE(files.append(0, 0, static_cast<uint64_t>(b), blocks[static_cast<size_t>(b)], 3, &st).is_ok());
+    }
+    ASSERT_TRUE(commit(files).is_ok());
+  }
+  auto expect_stats = [&](DataFiles& files, int b) {
+    auto got = files.block_stats(0, 0, static_cast<uint64_t>(b), nullptr);
+    ASSERT_TRUE(got.is_ok()) << got.status().message();
+    ASSERT_TRUE(got.value().has_value()) << "block " << b << ": statistics unknown";
+    const stats::BlockStats want = stats_of(blocks[static_cast<size_t>(b)]);
+    EXPECT_EQ(got.value()->block.count, want.block.count) << b;
+    EXPECT_EQ(got.value()->block.min, want.block.min) << b;
+    EXPECT_EQ(got.value()->block.max, want.block.max) << b;
+  };
+  {
+    DataFiles files(&idx, dir, false);
+    auto where = files.locate(0, 0, 2, nullptr);
+    ASSERT_TRUE(where.is_ok() && where.value().has_value());
+    ASSERT_NE(where.value()->sidecar, nullptr);
+    EXPECT_TRUE(files.check_payload(*where.value(), blocks[2]).is_ok());
+    expect_stats(files, 2);
+    expect_stats(files, 0);
+  }
+  {
+    DataFiles files(&idx, dir, false);
+    ASSERT_TRUE(files.locate(0, 0, 0, nullptr).is_ok());  // checksums only, then a rewrite of block 1
+    blocks[1] = payload(16, 40);
+    const stats::BlockStats st = stats_of(blocks[1]);
+    ASSERT_TRUE(files.append(0, 0, 1, blocks[1], 3, &st).is_ok());
+    ASSERT_TRUE(commit(files).is_ok());
+  }
+  DataFiles files(&idx, dir, false);
+  for (int b = 0; b < 4; ++b) expect_stats(files, b);
 }
 
 }  // namespace

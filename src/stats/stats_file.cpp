@@ -134,7 +134,7 @@ std::vector<std::byte> serialize_stats_file(const StatsTable& t) {
 }
 
 Result<StatsTable> parse_stats_file(std::span<const std::byte> bytes, const std::vector<int>& components,
-                                    int64_t blocks_per_file, const std::string& name) {
+                                    int64_t blocks_per_file, const std::string& name, bool with_entries) {
   const std::string where = "statistics file " + name + ": ";
   if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, 8) != 0)
     return corrupt(where + "bad magic or truncated header");
@@ -170,11 +170,16 @@ Result<StatsTable> parse_stats_file(std::span<const std::byte> bytes, const std:
       return corrupt(where + "component counts differ");
   }
   p += kHeaderBytes + fields_bytes;
-  t.entries.resize(components.size() * static_cast<size_t>(blocks_per_file));
-  t.checksums.resize(t.entries.size() * sums);
-  for (size_t i = 0; i < t.entries.size(); ++i) {
+  const size_t entries = components.size() * static_cast<size_t>(blocks_per_file);
+  if (with_entries) t.entries.resize(entries);
+  t.checksums.resize(entries * sums);
+  for (size_t i = 0; i < entries; ++i) {
     const int comps = components[i / static_cast<size_t>(blocks_per_file)];
     for (size_t k = 0; k < sums; ++k, p += 8) t.checksums[i * sums + k] = get<uint64_t>(p);
+    if (!with_entries) {
+      p += (1 + parts) * range_record_bytes(comps);
+      continue;
+    }
     p = read_range_record(p, t.entries[i].block, comps);
     t.entries[i].parts.resize(parts);
     for (size_t k = 0; k < parts; ++k) p = read_range_record(p, t.entries[i].parts[k], comps);

@@ -47,10 +47,12 @@ Binding binding_of(const StatsTable& table, uint64_t size, uint32_t header_crc);
 // values per entry.
 std::vector<std::byte> serialize_stats_file(const StatsTable& table);
 
-// Local. Decodes a sidecar of version 1 or 2 (the caller checks its binding_of the data file). Errors:
-// kCorrupt (malformed, or its own checksum fails, naming `name`).
+// Local. Decodes a sidecar of version 1 or 2 (the caller checks its binding_of the data file). With
+// `with_entries` false the statistics are checked for size but not decoded (`entries` stays empty):
+// reads that only verify checksums skip the cost of decoding every range's record. Errors: kCorrupt
+// (malformed, or its own checksum fails, naming `name`).
 Result<StatsTable> parse_stats_file(std::span<const std::byte> bytes, const std::vector<int>& components,
-                                    int64_t blocks_per_file, const std::string& name);
+                                    int64_t blocks_per_file, const std::string& name, bool with_entries = true);
 
 // Local. Checksums per payload: the payload is cut into this many equal parts (the last may be shorter),
 // so that a raw block's parts, which queries read alone, can be checked alone.
