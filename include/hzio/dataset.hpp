@@ -17,6 +17,9 @@ namespace hzio {
 namespace core {
 class DatasetParts;
 }
+namespace io {
+class Storage;
+}
 
 // One field of a new dataset.
 struct FieldSpec {
@@ -181,6 +184,9 @@ class Dataset {
   friend class core::DatasetParts;  // hzio's own layers reach the internals through this seam
   friend class ProgressiveRead;
   explicit Dataset(std::unique_ptr<Impl> impl);
+  // Local. open() with the files read from `storage` (src/io/storage.hpp).
+  static Result<std::unique_ptr<Dataset>> open_in(std::shared_ptr<const io::Storage> storage, const std::string& path,
+                                                  const OpenOptions& options);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -15,11 +15,12 @@ namespace {
 
 // Whether the file at `path` exists, not asking when its folder is `missing_folder`, the last folder
 // found missing (files come folder by folder, and a dataset may declare far more than it has).
-bool file_exists_in(const std::string& path, std::string& missing_folder) {
+bool file_exists_in(const io::Storage& storage, const std::string& path, std::string& missing_folder) {
   const std::string folder = io::parent_dir(path);
   if (folder == missing_folder) return false;
-  if (io::file_exists(path)) return true;
-  if (!io::file_exists(folder)) missing_folder = folder;
+  auto kind = storage.path_kind(path);
+  if (kind.is_ok() && kind.value() != io::PathKind::kMissing) return true;
+  if (auto k = storage.path_kind(folder); k.is_ok() && k.value() == io::PathKind::kMissing) missing_folder = folder;
   return false;
 }
 
@@ -34,7 +35,7 @@ Result<Dataset::FileCensus> Dataset::file_census(int64_t time, size_t list_missi
   for (int64_t first = 0; first < idx.total_blocks(); first += 1) {
     if (format::first_block_of_file(idx, first) != first) continue;
     HZIO_ASSIGN_OR_RETURN(std::string path, format::data_file_path(idx, impl_->dir_, first, time));
-    if (file_exists_in(path, missing_folder)) {
+    if (file_exists_in(*impl_->storage_, path, missing_folder)) {
       out.present.push_back(first);
     } else {
       out.missing += 1;
@@ -58,10 +59,11 @@ Result<std::vector<BlockInfo>> Dataset::block_infos(std::string_view field, int6
       if (format::first_block_of_file(idx, first) != first) continue;
       HZIO_ASSIGN_OR_RETURN(std::string path, format::data_file_path(idx, impl_->dir_, first, time));
       std::vector<format::BlockEntry> entries;
-      const bool exists = file_exists_in(path, missing_folder);
+      const bool exists = file_exists_in(*impl_->storage_, path, missing_folder);
       if (existing_files_only && !exists) continue;
       if (exists) {
-        HZIO_ASSIGN_OR_RETURN(io::File file, io::File::open(path, io::File::Mode::kRead));
+        HZIO_ASSIGN_OR_RETURN(std::shared_ptr<const io::Readable> opened, impl_->storage_->open(path));
+        const io::Readable& file = *opened;
         HZIO_ASSIGN_OR_RETURN(uint64_t size, file.size());
         const uint64_t table = format::header_table_bytes(static_cast<int>(idx.fields.size()), idx.blocks_per_file);
         std::vector<std::byte> bytes(static_cast<size_t>(std::min(table, size)));

@@ -2,7 +2,6 @@
 #include "core/commit_marker.hpp"
 
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,8 +22,8 @@ std::string host_name() {
 }
 
 // Whether a live process other than this one holds the marker; its text when it does.
-bool held_by_another(const std::string& idx_path, std::string* holder) {
-  auto text = io::read_text_file(commit_marker_path(idx_path), 4096);
+bool held_by_another(const io::Storage& storage, const std::string& idx_path, std::string* holder) {
+  auto text = storage.read_text(commit_marker_path(idx_path), 4096);
   if (!text.is_ok()) return false;  // absent (or unreadable: nothing to wait for)
   std::istringstream in(text.value());
   long long pid = 0;
@@ -36,12 +35,11 @@ bool held_by_another(const std::string& idx_path, std::string* holder) {
   return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH;
 }
 
-Result<IdxVersion> idx_version(const std::string& idx_path) {
-  struct stat st {};
-  if (::stat(idx_path.c_str(), &st) != 0) return io_error("stat " + idx_path + ": " + std::strerror(errno));
-  return IdxVersion{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
-                    static_cast<uint64_t>(st.st_size), st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec,
-                    st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec};
+Result<IdxVersion> idx_version(const io::Storage& storage, const std::string& idx_path) {
+  auto id = storage.identity(idx_path);
+  if (!id.is_ok()) return io_error(id.status().message());
+  return IdxVersion{id.value()[0], id.value()[1], id.value()[2], static_cast<int64_t>(id.value()[3]),
+                    static_cast<int64_t>(id.value()[4])};
 }
 
 }  // namespace
@@ -55,10 +53,10 @@ Status hold_commit_marker(const std::string& idx_path) {
 
 void release_commit_marker(const std::string& idx_path) { (void)io::remove_path(commit_marker_path(idx_path)); }
 
-Result<IdxVersion> await_idx_version(const std::string& idx_path, double wait_seconds) {
+Result<IdxVersion> await_idx_version(const io::Storage& storage, const std::string& idx_path, double wait_seconds) {
   const auto start = std::chrono::steady_clock::now();
   std::string holder;
-  for (auto pause = std::chrono::microseconds(100); held_by_another(idx_path, &holder);
+  for (auto pause = std::chrono::microseconds(100); held_by_another(storage, idx_path, &holder);
        pause = std::min(pause * 2, std::chrono::microseconds(20000))) {
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > wait_seconds) {
       return io_error("a commit (" + holder + ") has held " + commit_marker_path(idx_path) + " for " +
@@ -67,12 +65,12 @@ Result<IdxVersion> await_idx_version(const std::string& idx_path, double wait_se
     }
     std::this_thread::sleep_for(pause);
   }
-  return idx_version(idx_path);
+  return idx_version(storage, idx_path);
 }
 
-bool idx_unchanged(const std::string& idx_path, const IdxVersion& v) {
-  if (held_by_another(idx_path, nullptr)) return false;
-  auto now = idx_version(idx_path);
+bool idx_unchanged(const io::Storage& storage, const std::string& idx_path, const IdxVersion& v) {
+  if (held_by_another(storage, idx_path, nullptr)) return false;
+  auto now = idx_version(storage, idx_path);
   return now.is_ok() && now.value() == v;
 }
 

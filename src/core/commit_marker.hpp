@@ -7,6 +7,7 @@
 #include <string>
 
 #include "hzio/status.hpp"
+#include "io/storage.hpp"
 
 namespace hzio::core {
 
@@ -30,13 +31,13 @@ struct IdxVersion {
 
 // Local, thread-safe. Waits while a live commit holds the marker (polling; a marker whose process no
 // longer runs on this host, or that this process holds, does not count), then returns the .idx's
-// version. Errors: kIo when the .idx cannot be examined, or when a commit has held the marker for
-// `wait_seconds` (naming the marker and its process).
-Result<IdxVersion> await_idx_version(const std::string& idx_path, double wait_seconds);
+// version; both as `storage` shows them. Errors: kIo when the .idx cannot be examined, or when a
+// commit has held the marker for `wait_seconds` (naming the marker and its process).
+Result<IdxVersion> await_idx_version(const io::Storage& storage, const std::string& idx_path, double wait_seconds);
 
 // Local, thread-safe. Whether no commit published anything since await_idx_version returned `v`: the
 // .idx is still `v` and no live commit holds the marker.
-bool idx_unchanged(const std::string& idx_path, const IdxVersion& v);
+bool idx_unchanged(const io::Storage& storage, const std::string& idx_path, const IdxVersion& v);
 
 // How long a read waits for a commit holding the marker before it fails.
 inline constexpr double kCommitWaitSeconds = 60;

@@ -18,7 +18,7 @@ namespace hzio::core {
 
 struct DataFiles::Stored {
   bool exists = false;
-  std::shared_ptr<io::File> file;
+  std::shared_ptr<const io::Readable> file;
   std::vector<format::BlockEntry> entries;
   uint64_t size = 0;
   uint32_t header_crc = 0;
@@ -111,8 +111,14 @@ std::shared_ptr<std::vector<std::atomic<uint8_t>>> checked_parts(const std::arra
 }
 }  // namespace
 
-DataFiles::DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable, int sub_block_bits, bool verify)
-    : idx_(idx), idx_dir_(std::move(idx_dir)), durable_(durable), sub_block_bits_(sub_block_bits), verify_(verify) {}
+DataFiles::DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable, int sub_block_bits, bool verify,
+                     std::shared_ptr<const io::Storage> storage)
+    : idx_(idx),
+      idx_dir_(std::move(idx_dir)),
+      durable_(durable),
+      sub_block_bits_(sub_block_bits),
+      verify_(verify),
+      storage_(std::move(storage)) {}
 
 std::vector<int> DataFiles::components() const {
   std::vector<int> c;
@@ -136,11 +142,11 @@ Result<DataFiles::Stored*> DataFiles::stored(const Key& key, ReadReport* report)
     slot = std::move(s);
     return slot.get();
   }
-  auto opened = io::File::open(path, io::File::Mode::kRead);
+  auto opened = storage_->open(path);
   if (!opened.is_ok() && opened.status().code() != ErrorCode::kNotFound) return opened.status();
   if (opened.is_ok()) {
     s->exists = true;
-    s->file = std::make_shared<io::File>(std::move(opened).value());
+    s->file = std::move(opened).value();
     HZIO_ASSIGN_OR_RETURN(uint64_t size, s->file->size());
     const uint64_t table = format::header_table_bytes(static_cast<int>(idx_->fields.size()), idx_->blocks_per_file);
     std::vector<std::byte> bytes(static_cast<size_t>(std::min(table, size)));
@@ -247,9 +253,9 @@ Status DataFiles::load_stats(Stored& s, ReadReport* report, bool entries) {
   if (!s.stats_loaded) {
     s.stats_loaded = true;
     const std::string path = s.file->path() + stats::kStatsSuffix;
-    auto f = io::File::open(path, io::File::Mode::kRead);
+    auto f = storage_->open(path);
     if (!f.is_ok()) return Status::ok();  // no sidecar: statistics unknown
-    auto bytes = read_sidecar(*f, path, report);
+    auto bytes = read_sidecar(**f, path, report);
     auto t = bytes.is_ok() ? stats::parse_stats_file(bytes.value(), components(), idx_->blocks_per_file, path, entries)
                            : Result<stats::StatsTable>(bytes.status());
     if (!t.is_ok()) {  // kept: every later use of this file meets the same error
@@ -305,7 +311,7 @@ Status DataFiles::bind_stats(Stored& s, stats::StatsTable t, const std::string& 
   return Status::ok();
 }
 
-Result<std::vector<std::byte>> DataFiles::read_sidecar(const io::File& f, const std::string& path,
+Result<std::vector<std::byte>> DataFiles::read_sidecar(const io::Readable& f, const std::string& path,
                                                        ReadReport* report) const {
   HZIO_ASSIGN_OR_RETURN(uint64_t size, f.size());
   if (size > (uint64_t{1} << 32)) return corrupt("statistics file " + path + " is implausibly large");

@@ -18,6 +18,7 @@
 #include "hzio/status.hpp"
 #include "hzio/types.hpp"
 #include "io/posix_file.hpp"
+#include "io/storage.hpp"
 #include "stats/stats_file.hpp"
 #include "util/large_buffer.hpp"
 
@@ -26,7 +27,7 @@ namespace hzio::core {
 // Where to read one stored block from.
 struct BlockLocation {
   format::BlockEntry entry;
-  std::shared_ptr<const io::File> file;
+  std::shared_ptr<const io::Readable> file;
   bool committed = false;  // in a committed data file (not a write log that may still grow)
   // What DataFiles::check_payload compares the payload with: the sidecar of its committed file when
   // reads verify checksums and the sidecar has them (null otherwise), and the block's entry in it.
@@ -43,8 +44,10 @@ struct BlockLocation {
 class DataFiles {
  public:
   // sub_block_bits: sub-block bits (0 = per block only). verify: reads check payloads against the
-  // checksums of the sidecars (locate() loads them).
-  DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable, int sub_block_bits = 0, bool verify = true);
+  // checksums of the sidecars (locate() loads them). storage: where committed files are read from
+  // (write logs and commits use the local file system).
+  DataFiles(const format::IdxFile* idx, std::string idx_dir, bool durable, int sub_block_bits = 0, bool verify = true,
+            std::shared_ptr<const io::Storage> storage = io::local_storage());
   ~DataFiles();
 
   // Local, thread-safe. The seam through which tests fail this dataset's file operations (faults.hpp):
@@ -153,7 +156,7 @@ class DataFiles {
   // The sidecar of a committed file, loaded once; with `entries`, its statistics decoded too.
   Status load_stats(Stored& s, ReadReport* report, bool entries);
   Status bind_stats(Stored& s, stats::StatsTable t, const std::string& path);
-  Result<std::vector<std::byte>> read_sidecar(const io::File& f, const std::string& path, ReadReport* report) const;
+  Result<std::vector<std::byte>> read_sidecar(const io::Readable& f, const std::string& path, ReadReport* report) const;
   Status write_stats(Pending& p, Stored* old, const std::vector<format::BlockEntry>& entries, uint64_t file_size,
                      std::span<const std::byte> header, const std::vector<uint64_t>& checksums);
   Status mismatch(const BlockLocation& where, const std::string& what) const;
@@ -164,6 +167,7 @@ class DataFiles {
   bool durable_;
   int sub_block_bits_ = 0;
   bool verify_ = true;
+  std::shared_ptr<const io::Storage> storage_;
   mutable std::atomic<uint64_t> mismatches_{0};
   std::shared_ptr<io::FaultSeam> fault_seam_ = std::make_shared<io::FaultSeam>();
   std::mutex mutex_;

@@ -16,16 +16,18 @@
 
 namespace hzio {
 
-Dataset::Impl::Impl(std::string path, format::IdxFile idx, const OpenOptions& options)
+Dataset::Impl::Impl(std::string path, format::IdxFile idx, const OpenOptions& options,
+                    std::shared_ptr<const io::Storage> storage)
     : path_(std::move(path)),
       dir_(io::parent_dir(path_)),
       idx_(std::move(idx)),
       options_(options),
+      storage_(std::move(storage)),
       pool_(options.threads) {
   space_ = std::make_unique<hzorder::HzSpace>(idx_.bitmask, idx_.bits_per_block);
   pending_ = core::WriteTally(idx_.bitmask.max_level());
   files_ = std::make_unique<core::DataFiles>(&idx_, dir_, options_.durable, format::sub_block_bits_of(idx_).value_or(0),
-                                             options_.verify_checksums);
+                                             options_.verify_checksums, storage_);
 }
 
 Status Dataset::Impl::init_fields() {
@@ -262,9 +264,16 @@ Result<std::unique_ptr<Dataset>> Dataset::create(const std::string& path_in, con
   return std::unique_ptr<Dataset>(new Dataset(std::move(impl)));
 }
 
-Result<std::unique_ptr<Dataset>> Dataset::open(const std::string& path_in, const OpenOptions& options) {
+Result<std::unique_ptr<Dataset>> Dataset::open(const std::string& path, const OpenOptions& options) {
+  return open_in(io::local_storage(), path, options);
+}
+
+Result<std::unique_ptr<Dataset>> Dataset::open_in(std::shared_ptr<const io::Storage> storage,
+                                                  const std::string& path_in, const OpenOptions& options) {
   const std::string path = io::absolute_path(path_in);
-  HZIO_ASSIGN_OR_RETURN(std::string text, io::read_text_file(path));
+  if (options.writable && !storage->writable())
+    return invalid_argument("dataset " + path + ": its storage is read-only; open it read-only");
+  HZIO_ASSIGN_OR_RETURN(std::string text, storage->read_text(path, io::kMaxTextFileBytes));
   HZIO_ASSIGN_OR_RETURN(format::IdxFile idx, format::IdxFile::parse(text, path));
   if (!options.allow_outside_folder) {
     // A .idx names its data files by templates: one from elsewhere must not make hzio read (or write)
@@ -283,7 +292,7 @@ Result<std::unique_ptr<Dataset>> Dataset::open(const std::string& path_in, const
     if (Status back = idx.check_writes_back(path); !back.is_ok())
       return Status(back.code(), back.message() + "; open it read-only");
   }
-  auto impl = std::make_unique<Impl>(path, std::move(idx), options);
+  auto impl = std::make_unique<Impl>(path, std::move(idx), options, std::move(storage));
   HZIO_RETURN_IF_ERROR(impl->init_fields());
   return std::unique_ptr<Dataset>(new Dataset(std::move(impl)));
 }
@@ -346,7 +355,7 @@ Status Dataset::read_box(const Box& box, int level, std::string_view field, int6
 }
 
 Result<core::IdxVersion> Dataset::Impl::start_read() {
-  HZIO_ASSIGN_OR_RETURN(core::IdxVersion version, core::await_idx_version(path_, core::kCommitWaitSeconds));
+  HZIO_ASSIGN_OR_RETURN(core::IdxVersion version, core::await_idx_version(*storage_, path_, core::kCommitWaitSeconds));
   std::lock_guard lock(version_mutex_);
   if (files_version_ != version) {
     files_->forget_stored();
@@ -356,7 +365,7 @@ Result<core::IdxVersion> Dataset::Impl::start_read() {
 }
 
 bool Dataset::Impl::read_unchanged(const core::IdxVersion& version) const {
-  return core::idx_unchanged(path_, version);
+  return core::idx_unchanged(*storage_, path_, version);
 }
 
 Status Dataset::Impl::consistent(const std::function<Status()>& op) {

@@ -36,7 +36,8 @@ struct DecodedBlocks {
 
 class Dataset::Impl {
  public:
-  Impl(std::string path, format::IdxFile idx, const OpenOptions& options);
+  Impl(std::string path, format::IdxFile idx, const OpenOptions& options,
+       std::shared_ptr<const io::Storage> storage = io::local_storage());
 
   // The per-field coding, from the .idx field options.
   Status init_fields();
@@ -92,6 +93,7 @@ class Dataset::Impl {
   std::vector<FieldSpec> field_specs_;
   std::vector<core::FieldCoding> coding_;
   OpenOptions options_;
+  std::shared_ptr<const io::Storage> storage_;  // where the .idx and committed files are read from
   std::unique_ptr<core::DataFiles> files_;
   std::mutex version_mutex_;
   std::optional<core::IdxVersion> files_version_;  // of the .idx when files_ last dropped its open files

@@ -14,6 +14,11 @@ DatasetParts::DatasetParts(Dataset& dataset)
       pool(dataset.impl_->pool_),
       impl_(*dataset.impl_) {}
 
+Result<std::unique_ptr<Dataset>> DatasetParts::open_in(std::shared_ptr<const io::Storage> storage,
+                                                       const std::string& path, const OpenOptions& options) {
+  return Dataset::open_in(std::move(storage), path, options);
+}
+
 size_t DatasetParts::block_bytes(int field) const { return impl_.block_bytes(field); }
 
 BlockWriter DatasetParts::block_writer() const { return impl_.block_writer(); }

@@ -17,6 +17,7 @@
 #include "format/idx_file.hpp"
 #include "hzio/dataset.hpp"
 #include "hzorder/hz_space.hpp"
+#include "io/storage.hpp"
 #include "util/thread_pool.hpp"
 
 namespace hzio::core {
@@ -26,6 +27,11 @@ namespace hzio::core {
 class DatasetParts {
  public:
   explicit DatasetParts(Dataset& dataset);
+
+  // Local. Opens a dataset whose .idx and files are read from `storage` (memory, in fuzzing and tests;
+  // read only unless the storage is writable). Errors: as Dataset::open.
+  static Result<std::unique_ptr<Dataset>> open_in(std::shared_ptr<const io::Storage> storage, const std::string& path,
+                                                  const OpenOptions& options);
 
   const std::string& path;
   format::IdxFile& idx;

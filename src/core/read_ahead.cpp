@@ -26,7 +26,7 @@ void Prefetcher::run(const std::vector<Span>& blocks) {
   const auto issue = [](const Span& s) {
     if (!s.file->resident(s.begin, s.end - s.begin)) s.file->advise_willneed(s.begin, s.end - s.begin);
   };
-  std::map<const io::File*, Span> pending;  // the request being built for each file
+  std::map<const io::Readable*, Span> pending;  // the request being built for each file
   for (const Span& b : blocks) {
     if (stop_) return;
     auto [it, fresh] = pending.try_emplace(b.file, b);
@@ -48,7 +48,7 @@ void Prefetcher::run(const std::vector<Span>& blocks) {
 BlockLoader::BlockLoader(std::vector<Span> blocks, std::vector<uint32_t> first_use)
     : blocks_(std::move(blocks)), loaded_(blocks_.size(), false) {
   // Files in the order windows first need them, each file's blocks in file order.
-  std::map<const io::File*, size_t> index;
+  std::map<const io::Readable*, size_t> index;
   std::vector<uint32_t> soonest;
   for (uint32_t i = 0; i < blocks_.size(); ++i) {
     if (first_use[i] == UINT32_MAX) continue;  // nobody waits for it: no load whose error could fail the read

@@ -16,7 +16,7 @@ namespace hzio::core {
 
 // A byte range of one data file that a read will use.
 struct Span {
-  const io::File* file;
+  const io::Readable* file;
   uint64_t begin, end;
 };
 

@@ -99,7 +99,7 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
   // Locate every block first: missing blocks decide whether defaults are needed at all, and the
   // payload spans can be read ahead.
   plan.where.resize(plan.blocks.size());
-  std::map<const io::File*, size_t> span_of;
+  std::map<const io::Readable*, size_t> span_of;
   for (size_t i = 0; i < plan.blocks.size(); ++i) {
     if (keep && plan.blocks[i] == 0 && keep->blocks.count(0)) continue;
     HZIO_ASSIGN_OR_RETURN(plan.where[i], files_->locate(field, time, plan.blocks[i], &plan.io));

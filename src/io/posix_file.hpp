@@ -15,6 +15,7 @@
 
 #include "hzio/status.hpp"
 #include "io/faults.hpp"
+#include "io/storage.hpp"
 
 namespace hzio::io {
 
@@ -22,13 +23,14 @@ namespace hzio::io {
 // covers every logical block size Linux file systems use.
 inline constexpr uint64_t kDirectAlign = 4096;
 
-// An open file descriptor; closes on destruction. Move-only. Errors name the path and strerror.
-class File {
+// An open file descriptor; closes on destruction. Move-only. Errors name the path and strerror. As a
+// Readable, the local file system's files.
+class File final : public Readable {
  public:
   enum class Mode { kRead, kReadWrite, kCreate };  // kCreate truncates or creates, read-write
 
   File() = default;
-  ~File();
+  ~File() override;
   File(File&& other) noexcept;
   File& operator=(File&& other) noexcept;
   File(const File&) = delete;
@@ -38,14 +40,14 @@ class File {
   // the file belongs to; none by default) may fail its create, writes and fsync.
   static Result<File> open(const std::string& path, Mode mode, std::shared_ptr<FaultSeam> seam = nullptr);
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const override { return path_; }
   // Local. Current size in bytes.
-  Result<uint64_t> size() const;
+  Result<uint64_t> size() const override;
   // Local. What tells this version of the file from any other: device, inode, size, modification and
   // change times (a rename keeps them; a rewrite in place or a new file changes them). Errors: kIo.
-  Result<std::array<uint64_t, 5>> identity() const;
+  Result<std::array<uint64_t, 5>> identity() const override;
   // Local. Reads exactly out.size() bytes at `offset`. Errors: kCorrupt if the file ends first, kIo.
-  Status read_at(uint64_t offset, std::span<std::byte> out) const;
+  Status read_at(uint64_t offset, std::span<std::byte> out) const override;
   // Local. Writes all of `data` at `offset`. Errors: kIo (ENOSPC is reported as "disk full").
   Status write_at(uint64_t offset, std::span<const std::byte> data);
   // Local. Opens a second descriptor on the file with O_DIRECT for write_direct_at. Returns false (and
@@ -62,7 +64,7 @@ class File {
   // Local. Starts write-back of a written range without waiting (a hint; never fails).
   void start_writeback(uint64_t offset, uint64_t length);
   // Local. Asks the kernel to start reading a range into the page cache now (a hint; never fails).
-  void advise_willneed(uint64_t offset, uint64_t length) const;
+  void advise_willneed(uint64_t offset, uint64_t length) const override;
   // Local, thread-safe. Reads a range into the page cache without copying it anywhere, in large
   // folios, which mappings fault in and unmap much faster than 4 KiB pages (WILLNEED hints leave
   // those, and every later warm read of the data pays for them: bench/read_bench.py times warm reads
@@ -72,15 +74,15 @@ class File {
   // each such folio with one page-table entry where the kernel aligns file mappings. Anything else, or
   // when that fails, goes through sendfile to /dev/null and the kernel's sequential readahead, which
   // also reports the error. Waits for the data. Errors: kIo, kCorrupt if the file ends before the range does.
-  Status load(uint64_t offset, uint64_t length) const;
+  Status load(uint64_t offset, uint64_t length) const override;
   // Local, thread-safe. Whether every page of the range is in the page cache (mincore on the mapping);
   // false when unknown (no mapping).
-  bool resident(uint64_t offset, uint64_t length) const;
+  bool resident(uint64_t offset, uint64_t length) const override;
   Status close();
   // Local, thread-safe. A read-only mapping of the whole file (valid while this object lives; the
   // file must not shrink meanwhile), or nullptr if mapping failed. Mapped once, on first use.
-  const std::byte* map_readonly() const;
-  size_t mapped_bytes() const { return map_bytes_; }
+  const std::byte* map_readonly() const override;
+  size_t mapped_bytes() const override { return map_bytes_; }
 
  private:
   bool load_huge(uint64_t offset, uint64_t length) const;
@@ -95,7 +97,7 @@ class File {
 };
 
 // Local. Reads a whole (small) file such as a .idx. Errors: kNotFound, kIo, kFormat if above max_bytes.
-Result<std::string> read_text_file(const std::string& path, size_t max_bytes = 64 << 20);
+Result<std::string> read_text_file(const std::string& path, size_t max_bytes = kMaxTextFileBytes);
 // Local. Writes `text` to path via a temporary file, fsync and rename, then syncs the directory,
 // so readers see the old or the new content, never a mix. Errors: kIo.
 Status replace_file_atomically(const std::string& path, std::string_view text, bool durable,
@@ -113,7 +115,6 @@ bool file_exists(const std::string& path);
 // Local. Removes a file or an empty directory if present. Errors: kIo.
 Status remove_path(const std::string& path);
 std::string parent_dir(const std::string& path);
-enum class PathKind { kMissing, kFile, kDirectory, kOther };
 // Local. What is at `path` (symbolic links followed; a dangling link is kOther; a path under a file is
 // kMissing). Errors: kIo when the OS cannot tell (no permission, a name too long), naming the reason.
 Result<PathKind> path_kind(const std::string& path);
