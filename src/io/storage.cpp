@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 
@@ -44,12 +45,12 @@ class LocalStorage final : public Storage {
 // A file of a MemoryStorage: its bytes as they were when opened.
 class MemoryFile final : public Readable {
  public:
-  MemoryFile(std::string path, std::shared_ptr<const std::vector<std::byte>> bytes, uint64_t version)
-      : path_(std::move(path)), bytes_(std::move(bytes)), version_(version) {}
+  MemoryFile(std::string path, std::shared_ptr<const std::vector<std::byte>> bytes, uint64_t version, uint64_t changed)
+      : path_(std::move(path)), bytes_(std::move(bytes)), version_(version), changed_(changed) {}
   const std::string& path() const override { return path_; }
   Result<uint64_t> size() const override { return static_cast<uint64_t>(bytes_->size()); }
   Result<std::array<uint64_t, 5>> identity() const override {
-    return std::array<uint64_t, 5>{0, version_, bytes_->size(), version_, version_};
+    return std::array<uint64_t, 5>{0, version_, bytes_->size(), changed_, changed_};
   }
   Status read_at(uint64_t offset, std::span<std::byte> out) const override {
     if (offset > bytes_->size() || out.size() > bytes_->size() - offset)
@@ -72,6 +73,7 @@ class MemoryFile final : public Readable {
   std::string path_;
   std::shared_ptr<const std::vector<std::byte>> bytes_;
   uint64_t version_;
+  uint64_t changed_;  // when it was put, as a file's modification time (nanoseconds since the epoch)
 };
 
 bool below(const std::string& path, const std::string& dir) {
@@ -91,8 +93,11 @@ void MemoryStorage::put(const std::string& path, std::vector<std::byte> bytes) {
   // of one version of a file (its checked checksums) never applies to another storage's file.
   static std::atomic<uint64_t> next_version{1};
   auto shared = std::make_shared<const std::vector<std::byte>>(std::move(bytes));
+  const uint64_t now = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
   std::lock_guard lock(mutex_);
-  files_[path] = {std::move(shared), next_version++};
+  files_[path] = {std::move(shared), next_version++, now};
 }
 
 void MemoryStorage::put(const std::string& path, std::string_view text) {
@@ -113,7 +118,8 @@ Result<std::shared_ptr<const Readable>> MemoryStorage::open(const std::string& p
       if (below(name, path)) return io_error("open " + path + ": not a regular file (folder)");
     return not_found("open " + path + ": No such file or directory");
   }
-  return std::shared_ptr<const Readable>(std::make_shared<MemoryFile>(path, it->second.bytes, it->second.version));
+  return std::shared_ptr<const Readable>(
+      std::make_shared<MemoryFile>(path, it->second.bytes, it->second.version, it->second.changed));
 }
 
 Result<std::string> MemoryStorage::read_text(const std::string& path, size_t max_bytes) const {

@@ -70,7 +70,8 @@ class Storage {
 std::shared_ptr<const Storage> local_storage();
 
 // Files held in memory: a dataset folder without a disk, for fuzzing the read path and for tests.
-// Folders exist where files lie below them. Read only for datasets; put() and erase() change it.
+// Folders exist where files lie below them. Read only for datasets; put() and erase() change it. A
+// file's identity is (0, a version unique in the process, size, the time of its put() twice).
 class MemoryStorage final : public Storage {
  public:
   // Local, thread-safe. Adds or replaces the file at `path` (absolute). Readers that opened the old
@@ -91,6 +92,7 @@ class MemoryStorage final : public Storage {
   struct Entry {
     std::shared_ptr<const std::vector<std::byte>> bytes;
     uint64_t version = 0;  // unique in the process: changes with every put()
+    uint64_t changed = 0;  // when it was put (nanoseconds since the epoch)
   };
   mutable std::mutex mutex_;
   std::map<std::string, Entry> files_;
