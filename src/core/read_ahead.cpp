@@ -6,8 +6,25 @@
 #include <map>
 #include <string>
 #include <system_error>
+#include <tuple>
 
 namespace hzio::core {
+
+void hint_ranges(std::vector<Span> ranges) {
+  constexpr uint64_t kGap = uint64_t{64} << 10;
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Span& a, const Span& b) { return std::tie(a.file, a.begin) < std::tie(b.file, b.begin); });
+  const auto issue = [](const Span& s) {
+    if (s.end > s.begin && !s.file->resident(s.begin, s.end - s.begin))
+      s.file->advise_willneed(s.begin, s.end - s.begin);
+  };
+  for (size_t i = 0; i < ranges.size();) {
+    Span request = ranges[i];
+    for (++i; i < ranges.size() && ranges[i].file == request.file && ranges[i].begin <= request.end + kGap; ++i)
+      request.end = std::max(request.end, ranges[i].end);
+    issue(request);
+  }
+}
 
 Prefetcher::Prefetcher(std::vector<Span> blocks) {
   if (!blocks.empty()) thread_ = std::thread([this, blocks = std::move(blocks)] { run(blocks); });

@@ -20,6 +20,13 @@ struct Span {
   uint64_t begin, end;
 };
 
+// Local. Asks for the given byte ranges ahead of their use, from the calling thread, without waiting:
+// the ranges of each file in file order, neighbours closer than 64 KiB merged into one request, each
+// request a WILLNEED hint unless it is already in memory. Every request is queued before the first
+// placement faults on one, so the disk serves a small read's blocks concurrently instead of one fault
+// after another, and the gaps between the blocks are not read.
+void hint_ranges(std::vector<Span> ranges);
+
 // Streams the payloads of a large read into the page cache from a helper thread, in the order the
 // workers place blocks (per file, neighbouring blocks merged into requests of up to 64 MiB), so
 // a cold read keeps the disk busy while the cores decode; the workers' page faults then find pages

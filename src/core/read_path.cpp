@@ -206,9 +206,17 @@ Status Dataset::Impl::read_block_by_block(LocatedBlocks& plan, const Box& box, i
   if (span_bytes >= kPrefetchThreadBytes && 2 * plan.needed_bytes >= span_bytes) {
     for (const auto& w : plan.where)
       if (w) streamed.push_back({w->file.get(), w->entry.offset, w->entry.offset + w->entry.size});
-  } else {
-    for (const core::Span& sp : plan.spans)  // small scattered reads: one hint per file
+  } else if (plan.needed_bytes >= kPrefetchThreadBytes) {
+    for (const core::Span& sp : plan.spans)  // large scattered reads: one hint per file
       if (sp.end - sp.begin >= (uint64_t{1} << 20)) sp.file->advise_willneed(sp.begin, sp.end - sp.begin);
+  } else {
+    // Small reads: every block asked for at once, and only the blocks. A hint over a file's span would
+    // also read the gaps between them: several times the box's bytes for a small box at full resolution,
+    // whose blocks lie far apart in files that hold whole levels (bench/small_read_bench.py).
+    std::vector<core::Span> ranges;
+    for (const auto& w : plan.where)
+      if (w) ranges.push_back({w->file.get(), w->entry.offset, w->entry.offset + w->entry.size});
+    core::hint_ranges(std::move(ranges));
   }
   core::Prefetcher prefetcher(std::move(streamed));
 
