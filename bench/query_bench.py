@@ -105,7 +105,10 @@ def read_sidecar(path):
     if fields != 1:
         raise SystemExit(f"FAIL: {path}: the model handles one field, found {fields}")
     per_entry = 1 + (1 << bits if bits else 0)
-    table = np.frombuffer(data, STATS_RECORD, bpf * per_entry, 48 + 8).reshape(bpf, per_entry)
+    version = int(np.frombuffer(data, "<u4", 1, 8)[0])
+    sums = (1 << bits) if version >= 2 else 0  # version 2: each entry starts with its payload checksums
+    entry = np.dtype([("sums", "<u8", (sums,)), ("records", STATS_RECORD, (per_entry,))])
+    table = np.frombuffer(data, entry, bpf, 48 + 8)["records"]
     return table, (1 << bits if bits else 0)
 
 

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/dataset_impl.hpp"
+#include "core/read_ahead.hpp"
 #include "hzorder/block_copy.hpp"
 
 namespace hzio {
@@ -72,63 +73,102 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
   std::atomic<int64_t> skipped{0};
   ReadReport io;
   const int bpb = d.idx_.bits_per_block;
+  const uint64_t samples = uint64_t{1} << bpb;
+  // First what each block needs, from its statistics: nothing, the default value, some parts of a raw
+  // payload, or the whole payload. Then every byte range needed is asked for at once, so that the
+  // disk serves the reads of all blocks concurrently (core::hint_ranges); then blocks are read and scanned.
+  struct Plan {
+    enum class What { kNothing, kDefault, kParts, kWhole } what = What::kNothing;
+    std::optional<core::BlockLocation> where;
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;  // kParts: sample index ranges worth scanning
+    uint64_t part = 0;                                  // kParts: samples per part
+    ReadReport io;
+    Status status;
+  };
+  std::vector<Plan> plans(blocks.size());
+  d.pool_.parallel_for(blocks.size(), [&](size_t i) {
+    Plan& plan = plans[i];
+    auto st = d.files_->block_stats(f, time, blocks[i], &plan.io);
+    auto where = st.is_ok() ? d.files_->locate(f, time, blocks[i], &plan.io)
+                            : Result<std::optional<core::BlockLocation>>(st.status());
+    if (!where.is_ok()) {
+      plan.status = where.status();
+      return;
+    }
+    plan.where = std::move(where).value();
+    if (!plan.where) {  // missing: every sample holds the default value
+      if (fc.default_value >= lo && fc.default_value <= hi) plan.what = Plan::What::kDefault;
+      return;
+    }
+    if (st.value() && !stats::may_contain(st.value()->block, component, lo, hi)) {
+      skipped += 1;
+      return;
+    }
+    const auto& e = plan.where->entry;
+    const bool raw = format::codec_code_of(e.flags) == 0 && e.size == bytes;
+    const auto& parts = st.value() ? st.value()->parts : std::vector<stats::RangeStats>{};
+    if (!raw || parts.empty()) {
+      plan.what = Plan::What::kWhole;
+      return;
+    }
+    plan.part = samples / parts.size();  // read only the parts whose statistics meet the range
+    for (size_t p = 0; p < parts.size(); ++p) {
+      if (!stats::may_contain(parts[p], component, lo, hi)) continue;
+      if (!plan.ranges.empty() && plan.ranges.back().second == p * plan.part)
+        plan.ranges.back().second += plan.part;
+      else
+        plan.ranges.push_back({p * plan.part, (p + 1) * plan.part});
+    }
+    plan.what = plan.ranges.empty() ? Plan::What::kNothing : Plan::What::kParts;
+    if (plan.ranges.empty()) skipped += 1;
+  });
+  std::vector<core::Span> wanted;
+  for (const Plan& plan : plans) {
+    if (plan.what == Plan::What::kWhole)
+      wanted.push_back(
+          {plan.where->file.get(), plan.where->entry.offset, plan.where->entry.offset + plan.where->entry.size});
+    if (plan.what == Plan::What::kParts)
+      for (const auto& [a, z] : plan.ranges)
+        wanted.push_back(
+            {plan.where->file.get(), plan.where->entry.offset + a * sb, plan.where->entry.offset + z * sb});
+  }
+  core::hint_ranges(std::move(wanted));
   d.pool_.parallel_for(blocks.size(), [&](size_t i) {
     const uint64_t b = blocks[i];
-    ReadReport mine;
-    Status s;
+    Plan& plan = plans[i];
+    ReadReport& mine = plan.io;
+    Status s = plan.status;
     thread_local std::vector<std::byte> scratch, buffer;
-    buffer.assign(bytes, std::byte{0});
     Layout layout = fc.layout;
-    std::vector<std::pair<uint64_t, uint64_t>> ranges;  // index ranges worth scanning
-    auto st = d.files_->block_stats(f, time, b, &mine);
-    auto where =
-        st.is_ok() ? d.files_->locate(f, time, b, &mine) : Result<std::optional<core::BlockLocation>>(st.status());
-    if (!where.is_ok()) {
-      s = where.status();
-    } else if (!where.value()) {  // missing: every sample holds the default value
-      if (fc.default_value >= lo && fc.default_value <= hi) {
-        hzorder::fill_samples(buffer.data(), size_t{1} << bpb, fc.dtype, fc.default_value);
-        ranges.push_back({0, uint64_t{1} << bpb});
-      }
-    } else if (st.value() && !stats::may_contain(st.value()->block, component, lo, hi)) {
-      skipped += 1;
-    } else {
-      const auto& e = where.value()->entry;
-      const bool raw = format::codec_code_of(e.flags) == 0 && e.size == bytes;
-      const auto& parts = st.value() ? st.value()->parts : std::vector<stats::RangeStats>{};
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;  // index ranges scanned
+    if (s.is_ok() && plan.what != Plan::What::kNothing) buffer.assign(bytes, std::byte{0});
+    if (!s.is_ok() || plan.what == Plan::What::kNothing) {
+    } else if (plan.what == Plan::What::kDefault) {
+      hzorder::fill_samples(buffer.data(), samples, fc.dtype, fc.default_value);
+      ranges.push_back({0, samples});
+    } else if (plan.what == Plan::What::kParts) {
+      const auto& e = plan.where->entry;
       layout = format::layout_of(e.flags);
-      if (raw && !parts.empty()) {  // read only the parts whose statistics meet the range
-        const uint64_t len = (uint64_t{1} << bpb) / parts.size();
-        for (size_t p = 0; p < parts.size() && s.is_ok(); ++p) {
-          if (!stats::may_contain(parts[p], component, lo, hi)) continue;
-          if (!ranges.empty() && ranges.back().second == p * len)
-            ranges.back().second += len;
-          else
-            ranges.push_back({p * len, (p + 1) * len});
-        }
-        for (const auto& [a, z] : ranges) {
-          s = where.value()->file->read_at(e.offset + a * sb, std::span(buffer).subspan(a * sb, (z - a) * sb));
-          if (s.is_ok())  // the parts are the payload's checksum parts (same sub-block bits, equal sizes)
-            s = d.files_->check_payload_parts(*where.value(), a / len, (z - a) / len,
-                                              std::span(buffer).subspan(a * sb, (z - a) * sb));
-          mine.bytes_read += static_cast<int64_t>((z - a) * sb);
-          mine.min_bytes += static_cast<int64_t>((z - a) * sb);
-          if (!s.is_ok()) break;
-        }
-        if (ranges.empty())
-          skipped += 1;
-        else
-          mine.blocks_read += 1;
+      ranges = plan.ranges;
+      for (const auto& [a, z] : ranges) {
+        s = plan.where->file->read_at(e.offset + a * sb, std::span(buffer).subspan(a * sb, (z - a) * sb));
+        if (s.is_ok())  // the parts are the payload's checksum parts (same sub-block bits, equal sizes)
+          s = d.files_->check_payload_parts(*plan.where, a / plan.part, (z - a) / plan.part,
+                                            std::span(buffer).subspan(a * sb, (z - a) * sb));
+        mine.bytes_read += static_cast<int64_t>((z - a) * sb);
+        mine.min_bytes += static_cast<int64_t>((z - a) * sb);
+        if (!s.is_ok()) break;
+      }
+      mine.blocks_read += 1;
+    } else {
+      auto l = core::load_block(*d.files_, *plan.where, fc, *d.space_, d.idx_.ndim, b, scratch, buffer, &mine);
+      if (l.is_ok()) {
+        layout = l.value();
+        ranges.push_back({0, samples});
+        mine.blocks_read += 1;
+        mine.min_bytes += plan.where->entry.size;
       } else {
-        auto l = core::load_block(*d.files_, *where.value(), fc, *d.space_, d.idx_.ndim, b, scratch, buffer, &mine);
-        if (l.is_ok()) {
-          layout = l.value();
-          ranges.push_back({0, uint64_t{1} << bpb});
-          mine.blocks_read += 1;
-          mine.min_bytes += e.size;
-        } else {
-          s = l.status();
-        }
+        s = l.status();
       }
     }
     if (s.is_ok() && !ranges.empty()) {
