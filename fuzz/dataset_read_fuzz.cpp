@@ -124,6 +124,11 @@ void read_progressively(hzio::Dataset& ds) {
   }
 }
 
+int restore(const Fixture& f, size_t target) {
+  f.storage->put(f.files[target], f.bytes[target]);
+  return 0;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -151,6 +156,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       read_progressively(**ds);
       hzio::QueryResult q;
       (void)(*ds)->query(whole(), -1, "r", 0, 0, 50, 0, false, &q);
+      // Listing costs a path per data file: only for layouts of this dataset's order of size (a changed
+      // .idx may declare a longer bitmask, whose padding makes millions of files of 16^3 samples).
+      if ((*ds)->block_count() > 4096) return restore(f, target);
       (void)(*ds)->file_census(0, 4);
       for (const char* field : kFields) {
         auto infos = (*ds)->block_infos(field, 0);
@@ -159,6 +167,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
   }
-  f.storage->put(f.files[target], f.bytes[target]);
-  return 0;
+  return restore(f, target);
 }
