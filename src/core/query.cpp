@@ -171,9 +171,31 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
         s = l.status();
       }
     }
-    if (s.is_ok() && !ranges.empty()) {
+    const auto record = [&](uint64_t idx, const Point& p) {
+      const int64_t lin =
+          (((p[2] - grid.origin[2]) / grid.spacing[2]) * grid.count[1] + (p[1] - grid.origin[1]) / grid.spacing[1]) *
+              grid.count[0] +
+          (p[0] - grid.origin[0]) / grid.spacing[0];
+      hits[i].linear.push_back(lin);
+      hits[i].values.insert(hits[i].values.end(), buffer.begin() + static_cast<std::ptrdiff_t>(idx * sb),
+                            buffer.begin() + static_cast<std::ptrdiff_t>((idx + 1) * sb));
+    };
+    if (s.is_ok() && !ranges.empty() && layout == Layout::kHzOrder) {
+      // Values first: only the scanned ranges are walked, and a sample's point is decoded from its HZ
+      // address only when its value matches, which few of a selective query's samples do.
+      const uint64_t base = b << bpb;  // the HZ address of the block's first sample
+      for (const auto& [a, e] : ranges)
+        for (uint64_t idx = a; idx < e; ++idx) {
+          if (!test(buffer.data() + idx * sb + offset, lo, hi)) continue;
+          if (hzorder::HzSpace::level_of(base + idx) > level) continue;  // block 0 holds levels 0 to bpb
+          const Point p = d.space_->hz_to_point(base + idx);
+          bool inside = true;
+          for (int a = 0; a < kMaxDims; ++a)
+            inside &= p[a] >= box.lo[a] && p[a] < box.hi[a] && (p[a] - grid.origin[a]) % grid.spacing[a] == 0;
+          if (inside) record(idx, p);
+        }
+    } else if (s.is_ok() && !ranges.empty()) {
       for (const Run& r : d.space_->block_runs(b, layout)) {
-        if (b == 0 && layout == Layout::kHzOrder && hzorder::HzSpace::level_of(r.first) > level) continue;
         Point rlo, rhi;
         if (!hzorder::run_range_in_box(r, box, rlo, rhi)) continue;
         for (int64_t z = rlo[2]; z < rhi[2]; ++z)
@@ -186,14 +208,7 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
               const uint64_t idx = r.first + r.luts->axis[2][z] + r.luts->axis[1][y] + r.luts->axis[0][x];
               bool scanned = false;
               for (const auto& [a, e] : ranges) scanned |= idx >= a && idx < e;
-              if (!scanned || !test(buffer.data() + idx * sb + offset, lo, hi)) continue;
-              const int64_t lin = (((p[2] - grid.origin[2]) / grid.spacing[2]) * grid.count[1] +
-                                   (p[1] - grid.origin[1]) / grid.spacing[1]) *
-                                      grid.count[0] +
-                                  (p[0] - grid.origin[0]) / grid.spacing[0];
-              hits[i].linear.push_back(lin);
-              hits[i].values.insert(hits[i].values.end(), buffer.begin() + static_cast<std::ptrdiff_t>(idx * sb),
-                                    buffer.begin() + static_cast<std::ptrdiff_t>((idx + 1) * sb));
+              if (scanned && test(buffer.data() + idx * sb + offset, lo, hi)) record(idx, p);
             }
       }
     }

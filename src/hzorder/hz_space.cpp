@@ -14,7 +14,17 @@ int64_t ceil_div(int64_t a, int64_t b) {  // b > 0
 }  // namespace
 
 HzSpace::HzSpace(const format::Bitmask& bitmask, int bits_per_block)
-    : bitmask_(bitmask), maxh_(bitmask.max_level()), bpb_(bits_per_block) {}
+    : bitmask_(bitmask), maxh_(bitmask.max_level()), bpb_(bits_per_block) {
+  // Bit s of the interleaved address (as hz_to_point forms it) is the next coordinate bit of the axis
+  // the bitmask names at position maxh - s.
+  std::array<int, kMaxDims> used{0, 0, 0};
+  for (int s = 0; s < std::min(maxh_, 64); ++s) {
+    const int a = bitmask_.axis_at(maxh_ - s);
+    const uint64_t bit = uint64_t{1} << used[a]++;
+    for (int v = 0; v < 256; ++v)
+      if ((v >> (s % 8)) & 1) extract_[a][s / 8][v] |= bit;
+  }
+}
 
 uint64_t HzSpace::point_to_hz(const Point& p) const {
   Point rem = p;
@@ -32,11 +42,10 @@ Point HzSpace::hz_to_point(uint64_t hz) const {
   Point p{0, 0, 0};
   if (hz == 0) return p;
   int h = level_of(hz);
-  uint64_t z = (((hz << 1) | 1) << (maxh_ - h)) & ((uint64_t{1} << maxh_) - 1);
-  std::array<int, kMaxDims> used{0, 0, 0};
-  for (int s = 0; s < maxh_; ++s) {
-    int a = bitmask_.axis_at(maxh_ - s);
-    p[a] |= static_cast<int64_t>((z >> s) & 1) << used[a]++;
+  const uint64_t z = (((hz << 1) | 1) << (maxh_ - h)) & ((uint64_t{1} << maxh_) - 1);
+  for (int k = 0; k < 8 && (z >> (8 * k)) != 0; ++k) {
+    const size_t v = (z >> (8 * k)) & 0xff;
+    for (int a = 0; a < kMaxDims; ++a) p[a] |= static_cast<int64_t>(extract_[a][static_cast<size_t>(k)][v]);
   }
   return p;
 }
