@@ -38,7 +38,8 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" numpy pytest pillow mpi4py
 if [ "$what" = test ]; then
-  .venv/bin/python -m pip install -q OpenVisusNoGui ruff mypy xxhash  # xxhash: the checksum tests' oracle
+  # xxhash: the checksum tests' oracle; zarr (v3, needs Python >= 3.11) and h5py: bench/small_read_bench.py's baselines
+  .venv/bin/python -m pip install -q OpenVisusNoGui ruff mypy xxhash zarr h5py
 fi
 
 echo "== building and installing hzio (C++ core, tests, Python extension)"

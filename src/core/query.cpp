@@ -68,6 +68,7 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
   const Test test = test_for(fc.dtype.scalar);
   const std::vector<uint64_t> blocks = d.space_->blocks_of_box(box, 0, level);
   std::vector<Hits> hits(blocks.size());
+  if (want_mask) result->mask.assign(static_cast<size_t>(grid.sample_count()), 0);
   std::mutex mutex;
   Status first_error;
   std::atomic<int64_t> skipped{0};
@@ -140,8 +141,8 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
     Status s = plan.status;
     thread_local std::vector<std::byte> scratch, buffer;
     Layout layout = fc.layout;
-    std::vector<std::pair<uint64_t, uint64_t>> ranges;  // index ranges scanned
-    if (s.is_ok() && plan.what != Plan::What::kNothing) buffer.assign(bytes, std::byte{0});
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;                         // index ranges scanned
+    if (s.is_ok() && plan.what != Plan::What::kNothing) buffer.resize(bytes);  // only what is read is scanned
     if (!s.is_ok() || plan.what == Plan::What::kNothing) {
     } else if (plan.what == Plan::What::kDefault) {
       hzorder::fill_samples(buffer.data(), samples, fc.dtype, fc.default_value);
@@ -176,6 +177,10 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
           (((p[2] - grid.origin[2]) / grid.spacing[2]) * grid.count[1] + (p[1] - grid.origin[1]) / grid.spacing[1]) *
               grid.count[0] +
           (p[0] - grid.origin[0]) / grid.spacing[0];
+      if (want_mask) {  // each sample belongs to one block: tasks write disjoint bytes
+        result->mask[static_cast<size_t>(lin)] = 1;
+        return;
+      }
       hits[i].linear.push_back(lin);
       hits[i].values.insert(hits[i].values.end(), buffer.begin() + static_cast<std::ptrdiff_t>(idx * sb),
                             buffer.begin() + static_cast<std::ptrdiff_t>((idx + 1) * sb));
@@ -222,12 +227,7 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
   HZIO_RETURN_IF_ERROR(first_error);
   result->report = io;
   result->blocks_skipped = skipped;
-  if (want_mask) {  // a mask needs no ordering
-    result->mask.assign(static_cast<size_t>(grid.sample_count()), 0);
-    for (const Hits& h : hits)
-      for (int64_t lin : h.linear) result->mask[static_cast<size_t>(lin)] = 1;
-    return Status::ok();
-  }
+  if (want_mask) return Status::ok();  // filled by the scan
   // Merge in C order of the level grid, the order NumPy's nonzero() gives.
   std::vector<std::pair<int64_t, const std::byte*>> all;
   for (const Hits& h : hits)
