@@ -164,6 +164,30 @@ Result<DataFiles::Stored*> DataFiles::stored(const Key& key, ReadReport* report)
   return slot.get();
 }
 
+void DataFiles::prefetch_headers(int64_t time, const std::vector<uint64_t>& blocks) {
+  if (!idx_->time.contains(time)) return;
+  std::vector<uint64_t> firsts;
+  {
+    std::lock_guard lock(mutex_);
+    for (uint64_t b : blocks) {
+      const uint64_t first = static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(b)));
+      if (!stored_.count({time, first}) && (firsts.empty() || firsts.back() != first)) firsts.push_back(first);
+    }
+  }
+  std::sort(firsts.begin(), firsts.end());
+  firsts.erase(std::unique(firsts.begin(), firsts.end()), firsts.end());
+  if (firsts.size() < 2) return;  // one file: nothing to overlap
+  const uint64_t table = format::header_table_bytes(static_cast<int>(idx_->fields.size()), idx_->blocks_per_file);
+  for (uint64_t first : firsts) {
+    auto path = format::data_file_path(*idx_, idx_dir_, static_cast<int64_t>(first), time);
+    if (!path.is_ok()) continue;
+    if (auto f = storage_->open(*path); f.is_ok()) (*f)->advise_willneed(0, table);
+    if (!verify_) continue;
+    if (auto f = storage_->open(*path + stats::kStatsSuffix); f.is_ok())
+      if (auto size = (*f)->size(); size.is_ok()) (*f)->advise_willneed(0, *size);
+  }
+}
+
 Result<std::optional<BlockLocation>> DataFiles::locate(int field, int64_t time, uint64_t block, ReadReport* report) {
   std::lock_guard lock(mutex_);
   const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
@@ -212,6 +236,24 @@ Result<std::optional<BlockLocation>> DataFiles::locate(int field, int64_t time, 
 Status DataFiles::check_payload(const BlockLocation& where, std::span<const std::byte> payload) const {
   if (!where.sidecar) return Status::ok();
   return check_payload_parts(where, 0, stats::checksum_parts(where.sidecar->sub_block_bits), payload);
+}
+
+std::pair<uint64_t, uint64_t> DataFiles::checked_range(const BlockLocation& where, uint64_t begin, uint64_t end) const {
+  if (begin >= end) return {0, 0};
+  if (!where.sidecar) return {begin, end};
+  const uint64_t part = stats::checksum_part_bytes(where.entry.size, where.sidecar->sub_block_bits);
+  if (part == 0) return {0, where.entry.size};
+  return {begin / part * part, std::min<uint64_t>((end + part - 1) / part * part, where.entry.size)};
+}
+
+Status DataFiles::check_payload_range(const BlockLocation& where, uint64_t begin, uint64_t end,
+                                      std::span<const std::byte> payload) const {
+  if (!where.sidecar || begin >= end) return Status::ok();
+  const uint64_t part = stats::checksum_part_bytes(where.entry.size, where.sidecar->sub_block_bits);
+  if (part == 0) return check_payload(where, payload);
+  const size_t first = static_cast<size_t>(begin / part), stop = static_cast<size_t>((end + part - 1) / part);
+  const uint64_t from = first * part, to = std::min<uint64_t>(stop * part, payload.size());
+  return check_payload_parts(where, first, stop - first, payload.subspan(from, to - from));
 }
 
 Status DataFiles::check_payload_parts(const BlockLocation& where, size_t first, size_t count,

@@ -60,6 +60,12 @@ class DataFiles {
   // match its sidecar's checksum, or a malformed sidecar), kIo.
   Result<std::optional<BlockLocation>> locate(int field, int64_t time, uint64_t block, ReadReport* report);
 
+  // Local, thread-safe. Asks, without waiting, for the header tables (and, when reads verify, the
+  // sidecars) of the committed files holding `blocks` of `time` that are not cached yet, all at once,
+  // so that the locate() calls that follow find them read instead of reading one file after another.
+  // A hint: errors are left to locate().
+  void prefetch_headers(int64_t time, const std::vector<uint64_t>& blocks);
+
   // Local, thread-safe. Checks a located block's stored payload (all `entry.size` bytes) against its
   // checksums; ok when the location has none. Errors: kCorrupt naming the file, field, timestep and block.
   Status check_payload(const BlockLocation& where, std::span<const std::byte> payload) const;
@@ -67,6 +73,13 @@ class DataFiles {
   // (stats::checksum_part_bytes each), whose bytes `bytes` holds, as queries read raw blocks' parts.
   Status check_payload_parts(const BlockLocation& where, size_t first, size_t count,
                              std::span<const std::byte> bytes) const;
+  // Local. The bytes [begin, end) of a located block's payload widened to whole checksum parts: what a
+  // read of only those bytes reads and checks (unchanged when the block has no checksums).
+  std::pair<uint64_t, uint64_t> checked_range(const BlockLocation& where, uint64_t begin, uint64_t end) const;
+  // Local, thread-safe. Checks the checksum parts of a payload (all of it in `payload`) that cover its
+  // bytes [begin, end), touching no other byte. Errors: as check_payload.
+  Status check_payload_range(const BlockLocation& where, uint64_t begin, uint64_t end,
+                             std::span<const std::byte> payload) const;
   // Local. Whether reads check checksums.
   bool verifies() const { return verify_; }
   // Local, thread-safe. How many checksum mismatches check_payload and locate have found so far.

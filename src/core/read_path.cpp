@@ -66,6 +66,24 @@ bool blocks_resident(const std::vector<core::Span>& blocks) {
   return true;
 }
 
+// The sample indices [first, last) of a block that `runs` place inside `box` (first == last: none).
+// Each run's luts grow with the coordinates, so its samples in the box lie between those at the box's
+// low and high corners.
+std::pair<uint64_t, uint64_t> index_range_in_box(const std::vector<Run>& runs, const Box& box) {
+  uint64_t first = UINT64_MAX, last = 0;
+  for (const Run& r : runs) {
+    Point lo, hi;
+    if (!hzorder::run_range_in_box(r, box, lo, hi)) continue;
+    const auto at = [&](const Point& p) {
+      return r.first + r.luts->axis[2][static_cast<size_t>(p[2])] + r.luts->axis[1][static_cast<size_t>(p[1])] +
+             r.luts->axis[0][static_cast<size_t>(p[0])];
+    };
+    first = std::min(first, at(lo));
+    last = std::max(last, at(Point{hi[0] - 1, hi[1] - 1, hi[2] - 1}) + 1);
+  }
+  return first < last ? std::make_pair(first, last) : std::make_pair(uint64_t{0}, uint64_t{0});
+}
+
 // Reads whose spans add up to less than this get plain hints from the calling thread: a thread of its
 // own pays only for larger reads (bench/read_bench.py, cold reads of boxes and levels).
 constexpr uint64_t kPrefetchThreadBytes = uint64_t{32} << 20;
@@ -99,6 +117,7 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
   // Locate every block first: missing blocks decide whether defaults are needed at all, and the
   // payload spans can be read ahead.
   plan.where.resize(plan.blocks.size());
+  files_->prefetch_headers(time, plan.blocks);
   std::map<const io::Readable*, size_t> span_of;
   for (size_t i = 0; i < plan.blocks.size(); ++i) {
     if (keep && plan.blocks[i] == 0 && keep->blocks.count(0)) continue;
@@ -202,6 +221,10 @@ Status Dataset::Impl::read_block_by_block(LocatedBlocks& plan, const Box& box, i
   // through the gaps in large requests, is faster (bench/read_bench.py part (b) times slab reads).
   uint64_t span_bytes = 0;
   for (const core::Span& sp : plan.spans) span_bytes += sp.end - sp.begin;
+  // Per block, the payload bytes [first, second) the read uses: all, unless a small read narrows them.
+  std::vector<std::pair<uint64_t, uint64_t>> partial(plan.blocks.size());
+  for (size_t i = 0; i < plan.blocks.size(); ++i)
+    if (plan.where[i]) partial[i] = {0, plan.where[i]->entry.size};
   std::vector<core::Span> streamed;
   if (span_bytes >= kPrefetchThreadBytes && 2 * plan.needed_bytes >= span_bytes) {
     for (const auto& w : plan.where)
@@ -212,10 +235,23 @@ Status Dataset::Impl::read_block_by_block(LocatedBlocks& plan, const Box& box, i
   } else {
     // Small reads: every block asked for at once, and only the blocks. A hint over a file's span would
     // also read the gaps between them: several times the box's bytes for a small box at full resolution,
-    // whose blocks lie far apart in files that hold whole levels (bench/small_read_bench.py).
+    // whose blocks lie far apart in files that hold whole levels (bench/small_read_bench.py). Of a raw
+    // block placed from its mapping, only the bytes between the first and last sample the box takes
+    // (widened to whole checksum parts, which are checked) are asked for and touched: a coarse block
+    // spans far more than a small box.
     std::vector<core::Span> ranges;
-    for (const auto& w : plan.where)
-      if (w) ranges.push_back({w->file.get(), w->entry.offset, w->entry.offset + w->entry.size});
+    for (size_t i = 0; i < plan.blocks.size(); ++i) {
+      const auto& w = plan.where[i];
+      if (!w) continue;
+      if (!(keep && plan.blocks[i] == 0) && mapped(*w, field)) {
+        const size_t sb = fc.dtype.bytes();
+        const auto [first, last] =
+            index_range_in_box(runs_to_place(plan.blocks[i], format::layout_of(w->entry.flags), min_level, level), box);
+        const auto [begin, end] = files_->checked_range(*w, first * sb, last * sb);
+        partial[i] = {begin, end};
+      }
+      ranges.push_back({w->file.get(), w->entry.offset + partial[i].first, w->entry.offset + partial[i].second});
+    }
     core::hint_ranges(std::move(ranges));
   }
   core::Prefetcher prefetcher(std::move(streamed));
@@ -237,10 +273,11 @@ Status Dataset::Impl::read_block_by_block(LocatedBlocks& plan, const Box& box, i
     } else if (w && !(keep && b == 0) && mapped(*w, field)) {
       layout = format::layout_of(w->entry.flags);
       data = w->file->map_readonly() + w->entry.offset;
-      s = files_->check_payload(*w, {data, w->entry.size});
-      mine.bytes_read += w->entry.size;
+      const auto [begin, end] = partial[i];
+      s = files_->check_payload_range(*w, begin, end, {data, w->entry.size});
+      mine.bytes_read += static_cast<int64_t>(end - begin);
       read += 1;
-      min_bytes += w->entry.size;
+      min_bytes += static_cast<int64_t>(end - begin);
     } else if (w) {
       buffer.resize(bytes);
       auto l = core::load_block(*files_, *w, fc, *space_, idx_.ndim, b, scratch, buffer, &mine);
