@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-test}"
 
-apt_packages=(build-essential cmake ninja-build pkg-config zlib1g-dev liblz4-dev libxxhash-dev libzfp-dev libgtest-dev
+apt_packages=(build-essential cmake ninja-build pkg-config zlib1g-dev liblz4-dev libxxhash-dev libzfp-dev libgtest-dev libcurl4-openssl-dev
               libopenmpi-dev openmpi-bin python3-venv python3-dev clang-format
               clang libclang-rt-14-dev libomp-14-dev)  # clang: the libFuzzer build of scripts/fuzz/run.sh
 missing=()
@@ -38,8 +38,8 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" numpy pytest pillow mpi4py
 if [ "$what" = test ]; then
-  # xxhash: the checksum tests' oracle; zarr (v3, needs Python >= 3.11) and h5py: bench/small_read_bench.py's baselines
-  .venv/bin/python -m pip install -q OpenVisusNoGui ruff mypy xxhash zarr h5py
+  # xxhash: the checksum tests' oracle; zarr (v3, needs Python >= 3.11) and h5py: bench/small_read_bench.py's baselines; aiohttp: the web servers of the HTTP read tests
+  .venv/bin/python -m pip install -q OpenVisusNoGui ruff mypy xxhash zarr h5py aiohttp
 fi
 
 echo "== building and installing hzio (C++ core, tests, Python extension)"

@@ -142,15 +142,18 @@ Result<DataFiles::Stored*> DataFiles::stored(const Key& key, ReadReport* report)
     slot = std::move(s);
     return slot.get();
   }
-  auto opened = storage_->open(path);
+  auto opened = open_committed(path);
   if (!opened.is_ok() && opened.status().code() != ErrorCode::kNotFound) return opened.status();
-  if (opened.is_ok()) {
+  // The header table and the file's size together (one request for a remote file, which is opened
+  // without asking: its absence shows here).
+  uint64_t size = 0;
+  const uint64_t table = format::header_table_bytes(static_cast<int>(idx_->fields.size()), idx_->blocks_per_file);
+  auto head = opened.is_ok() ? (*opened)->read_prefix(table, &size) : Result<std::vector<std::byte>>(opened.status());
+  if (!head.is_ok() && head.status().code() != ErrorCode::kNotFound) return head.status();
+  if (head.is_ok()) {
     s->exists = true;
     s->file = std::move(opened).value();
-    HZIO_ASSIGN_OR_RETURN(uint64_t size, s->file->size());
-    const uint64_t table = format::header_table_bytes(static_cast<int>(idx_->fields.size()), idx_->blocks_per_file);
-    std::vector<std::byte> bytes(static_cast<size_t>(std::min(table, size)));
-    HZIO_RETURN_IF_ERROR(s->file->read_at(0, bytes));
+    const std::vector<std::byte>& bytes = head.value();
     HZIO_ASSIGN_OR_RETURN(s->entries, format::parse_header_table(bytes, static_cast<int>(idx_->fields.size()),
                                                                  idx_->blocks_per_file, size, path));
     s->size = size;
@@ -178,14 +181,30 @@ void DataFiles::prefetch_headers(int64_t time, const std::vector<uint64_t>& bloc
   firsts.erase(std::unique(firsts.begin(), firsts.end()), firsts.end());
   if (firsts.size() < 2) return;  // one file: nothing to overlap
   const uint64_t table = format::header_table_bytes(static_cast<int>(idx_->fields.size()), idx_->blocks_per_file);
+  std::lock_guard lock(mutex_);
   for (uint64_t first : firsts) {
     auto path = format::data_file_path(*idx_, idx_dir_, static_cast<int64_t>(first), time);
     if (!path.is_ok()) continue;
-    if (auto f = storage_->open(*path); f.is_ok()) (*f)->advise_willneed(0, table);
+    // The files stay open for locate(): a remote file holds what it fetched ahead.
+    if (auto f = storage_->open(*path); f.is_ok()) {
+      (*f)->advise_willneed(0, table);
+      opened_ahead_[*path] = std::move(f).value();
+    }
     if (!verify_) continue;
-    if (auto f = storage_->open(*path + stats::kStatsSuffix); f.is_ok())
-      if (auto size = (*f)->size(); size.is_ok()) (*f)->advise_willneed(0, *size);
+    if (auto f = storage_->open(*path + stats::kStatsSuffix); f.is_ok()) {
+      (*f)->advise_willneed(0, 0);  // the whole file
+      opened_ahead_[*path + stats::kStatsSuffix] = std::move(f).value();
+    }
   }
+}
+
+Result<std::shared_ptr<const io::Readable>> DataFiles::open_committed(const std::string& path) {
+  if (auto it = opened_ahead_.find(path); it != opened_ahead_.end()) {
+    auto f = std::move(it->second);
+    opened_ahead_.erase(it);
+    return f;
+  }
+  return storage_->open(path);
 }
 
 Result<std::optional<BlockLocation>> DataFiles::locate(int field, int64_t time, uint64_t block, ReadReport* report) {
@@ -295,7 +314,7 @@ Status DataFiles::load_stats(Stored& s, ReadReport* report, bool entries) {
   if (!s.stats_loaded) {
     s.stats_loaded = true;
     const std::string path = s.file->path() + stats::kStatsSuffix;
-    auto f = storage_->open(path);
+    auto f = open_committed(path);
     if (!f.is_ok()) return Status::ok();  // no sidecar: statistics unknown
     auto bytes = read_sidecar(**f, path, report);
     auto t = bytes.is_ok() ? stats::parse_stats_file(bytes.value(), components(), idx_->blocks_per_file, path, entries)
@@ -355,10 +374,9 @@ Status DataFiles::bind_stats(Stored& s, stats::StatsTable t, const std::string& 
 
 Result<std::vector<std::byte>> DataFiles::read_sidecar(const io::Readable& f, const std::string& path,
                                                        ReadReport* report) const {
-  HZIO_ASSIGN_OR_RETURN(uint64_t size, f.size());
-  if (size > (uint64_t{1} << 32)) return corrupt("statistics file " + path + " is implausibly large");
-  std::vector<std::byte> bytes(static_cast<size_t>(size));
-  HZIO_RETURN_IF_ERROR(f.read_at(0, bytes));
+  constexpr uint64_t kMaxSidecar = uint64_t{1} << 32;
+  uint64_t size = 0;
+  HZIO_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, f.read_prefix(kMaxSidecar, &size, kMaxSidecar));
   if (report) report->bytes_read += static_cast<int64_t>(bytes.size());
   return bytes;
 }
@@ -798,6 +816,7 @@ Status DataFiles::remove_stale(int64_t time, const std::vector<int64_t>& written
 void DataFiles::forget_stored() {
   std::lock_guard lock(mutex_);
   stored_.clear();
+  opened_ahead_.clear();
 }
 
 }  // namespace hzio::core

@@ -158,6 +158,8 @@ class DataFiles {
   using Key = std::pair<int64_t, uint64_t>;  // time, first block of the file
 
   Result<Stored*> stored(const Key& key, ReadReport* report);
+  // A committed file (or sidecar) opened by prefetch_headers, or opened now. Call with mutex_ held.
+  Result<std::shared_ptr<const io::Readable>> open_committed(const std::string& path);
   Result<Pending*> pending(const Key& key);
   Status finish(const Key& key, Pending& p);
   Status rebuild(const Key& key, Pending& p, Stored* old);
@@ -185,6 +187,7 @@ class DataFiles {
   std::shared_ptr<io::FaultSeam> fault_seam_ = std::make_shared<io::FaultSeam>();
   std::mutex mutex_;
   std::map<Key, std::unique_ptr<Stored>> stored_;
+  std::map<std::string, std::shared_ptr<const io::Readable>> opened_ahead_;  // by prefetch_headers, for stored()
   std::map<Key, std::unique_ptr<Pending>> pending_;
   std::vector<std::string> created_dirs_;
 };

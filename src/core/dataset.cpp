@@ -13,6 +13,7 @@
 #include "hzorder/block_copy.hpp"
 #include "io/posix_file.hpp"
 #include "util/large_buffer.hpp"
+#include "io/http_storage.hpp"
 
 namespace hzio {
 
@@ -23,6 +24,7 @@ Dataset::Impl::Impl(std::string path, format::IdxFile idx, const OpenOptions& op
       idx_(std::move(idx)),
       options_(options),
       storage_(std::move(storage)),
+      name_(storage_->describe(path_)),
       pool_(options.threads) {
   space_ = std::make_unique<hzorder::HzSpace>(idx_.bitmask, idx_.bits_per_block);
   pending_ = core::WriteTally(idx_.bitmask.max_level());
@@ -265,6 +267,10 @@ Result<std::unique_ptr<Dataset>> Dataset::create(const std::string& path_in, con
 }
 
 Result<std::unique_ptr<Dataset>> Dataset::open(const std::string& path, const OpenOptions& options) {
+  if (auto url = io::split_http_url(path)) {  // a dataset on a web server: read only
+    HZIO_ASSIGN_OR_RETURN(std::shared_ptr<io::HttpStorage> http, io::HttpStorage::make(url->first));
+    return open_in(std::move(http), url->second, options);
+  }
   return open_in(io::local_storage(), path, options);
 }
 
@@ -297,7 +303,7 @@ Result<std::unique_ptr<Dataset>> Dataset::open_in(std::shared_ptr<const io::Stor
   return std::unique_ptr<Dataset>(new Dataset(std::move(impl)));
 }
 
-const std::string& Dataset::path() const { return impl_->path_; }
+const std::string& Dataset::path() const { return impl_->name_; }
 int Dataset::ndim() const { return impl_->idx_.ndim; }
 Point Dataset::dims() const { return impl_->idx_.box.hi; }
 Box Dataset::box() const { return impl_->idx_.box; }
@@ -369,6 +375,7 @@ bool Dataset::Impl::read_unchanged(const core::IdxVersion& version) const {
 }
 
 Status Dataset::Impl::consistent(const std::function<Status()>& op) {
+  if (!storage_->checks_commits()) return op();
   for (int attempt = 1;; ++attempt) {
     HZIO_ASSIGN_OR_RETURN(core::IdxVersion version, start_read());
     Status s = op();

@@ -94,6 +94,7 @@ class Dataset::Impl {
   std::vector<core::FieldCoding> coding_;
   OpenOptions options_;
   std::shared_ptr<const io::Storage> storage_;  // where the .idx and committed files are read from
+  std::string name_;                            // path_ as users name it (a URL for remote datasets)
   std::unique_ptr<core::DataFiles> files_;
   std::mutex version_mutex_;
   std::optional<core::IdxVersion> files_version_;  // of the .idx when files_ last dropped its open files

@@ -83,6 +83,15 @@ bool below(const std::string& path, const std::string& dir) {
 
 }  // namespace
 
+Result<std::vector<std::byte>> Readable::read_prefix(uint64_t max_bytes, uint64_t* size, uint64_t limit) const {
+  HZIO_ASSIGN_OR_RETURN(uint64_t total, this->size());
+  if (total > limit) return corrupt("file " + path() + " is implausibly large (" + std::to_string(total) + " bytes)");
+  std::vector<std::byte> bytes(static_cast<size_t>(std::min(total, max_bytes)));
+  HZIO_RETURN_IF_ERROR(read_at(0, bytes));
+  *size = total;
+  return bytes;
+}
+
 std::shared_ptr<const Storage> local_storage() {
   static const auto storage = std::make_shared<const LocalStorage>();
   return storage;

@@ -34,6 +34,12 @@ class Readable {
   virtual Result<std::array<uint64_t, 5>> identity() const = 0;
   // Reads exactly out.size() bytes at `offset`. Errors: kCorrupt if the file ends first, kIo.
   virtual Status read_at(uint64_t offset, std::span<std::byte> out) const = 0;
+  // The first min(max_bytes, size) bytes, and the file's size in *size: one request where the back-end
+  // has requests (a ranged GET tells the size too). Errors: kNotFound (the file is absent: remote files
+  // are opened without asking), kCorrupt when the file is larger than `limit` (local files: found before
+  // anything is read), kIo.
+  virtual Result<std::vector<std::byte>> read_prefix(uint64_t max_bytes, uint64_t* size,
+                                                     uint64_t limit = UINT64_MAX) const;
   // The whole file in memory, readable while this object lives, or nullptr when the back-end has no
   // such view (reads then go through read_at).
   virtual const std::byte* map_readonly() const = 0;
@@ -54,6 +60,12 @@ class Storage {
   virtual ~Storage() = default;
   // Whether datasets opened here may be written (only the local file system).
   virtual bool writable() const = 0;
+  // Whether reads check, around themselves, that no commit published meanwhile (the commit marker and
+  // the .idx's identity: docs/design/commit.md "Atomic rewrites"). Remote storage does not: a reader
+  // elsewhere cannot tell whether the process holding a marker lives.
+  virtual bool checks_commits() const { return true; }
+  // How users name the file at `path` (a URL for remote storage).
+  virtual std::string describe(const std::string& path) const { return path; }
   // Opens a regular file. Errors: kNotFound (absent), kIo (not a regular file, or unreadable).
   virtual Result<std::shared_ptr<const Readable>> open(const std::string& path) const = 0;
   // A whole small file (a .idx, a commit marker). Errors: kNotFound, kIo, kFormat if above max_bytes.
