@@ -158,7 +158,7 @@ class Dataset {
   // Local. The files that writers which did not finish a commit left: `*.log.<pid>`, `*.tmp.<pid>`,
   // `*.hzstats.tmp.<pid>` and `*.hzstats.old.<pid>` of any timestep's data files (listed or not), the
   // .idx's `.tmp.<pid>`, and the commit marker `<idx>.commit` (whose text names its process) when present
-  // (docs/design/commit.md "What a crash leaves"). Sorted paths. Errors: kIo.
+  // (docs/design/commit.md "What a crash leaves"). Sorted paths; none for a dataset on a web server. Errors: kIo.
   Result<std::vector<std::string>> leftover_files() const;
 
   // Local. Reads and decodes one block. OK for a missing block. Errors: kCorrupt naming the file and

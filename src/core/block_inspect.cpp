@@ -167,6 +167,7 @@ Result<int64_t> Dataset::index_file(int64_t time, int64_t first_block, int sub_b
 }
 
 Result<std::vector<std::string>> Dataset::leftover_files() const {
+  if (!impl_->storage_->writable()) return std::vector<std::string>();  // no writer leaves files there
   return core::leftover_files(impl_->path_, impl_->idx_);
 }
 

@@ -124,7 +124,11 @@ class HttpFile final : public Readable {
     *size_ = a.content_length;
     return static_cast<uint64_t>(a.content_length);
   }
-  Result<std::array<uint64_t, 5>> identity() const override { return storage_->identity(path_); }
+  // What a server tells of a file's version (ETag, Last-Modified) costs a request and may be absent:
+  // remote files are not remembered across opens (io::Storage::identity asks when needed).
+  Result<std::array<uint64_t, 5>> identity() const override {
+    return unsupported("the version of " + url_ + " is not known without asking the server");
+  }
 
   Status read_at(uint64_t offset, std::span<std::byte> out) const override {
     if (out.empty()) return Status::ok();

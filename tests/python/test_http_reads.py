@@ -4,6 +4,8 @@ requests after the .idx; a server that ignores Range, a missing file and a write
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import hzio
@@ -124,3 +126,14 @@ def test_paths_outside_the_served_folder_are_not_served(served):
     with WebServer(root) as server:
         with pytest.raises(hzio.NotFoundError):
             hzio.open(f"{server.url}/../secret.txt")
+
+
+def test_the_cli_reads_and_verifies_remote_datasets(served, tmp_path):
+    root, _, temp, _ = served
+    with WebServer(root) as server:
+        url = f"{server.url}/sim/run.idx"
+        out = tmp_path / "t.npy"
+        for args in (["info", url], ["verify", url], ["read", url, "--field", "temp", "--time", "1", "-o", str(out)]):
+            run = subprocess.run([sys.executable, "-m", "hzio", *args], capture_output=True, text=True, timeout=120)
+            assert run.returncode == 0, (args, run.stdout, run.stderr)
+    np.testing.assert_array_equal(np.load(out), temp[1])

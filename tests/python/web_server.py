@@ -65,7 +65,7 @@ class WebServer:
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
         app = web.Application()
-        app.router.add_route("GET", "/{tail:.*}", self._handle)  # aiohttp answers HEAD through GET routes
+        app.router.add_get("/{tail:.*}", self._handle)  # HEAD too
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)  # clients may keep connections open
         self._loop.run_until_complete(self._runner.setup())
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
