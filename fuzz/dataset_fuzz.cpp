@@ -19,13 +19,15 @@
 #include <vector>
 
 #include "hzio/dataset.hpp"
+#include "small_dataset.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr int64_t kN = 16;  // 16^3 samples, 4 blocks of 1024 per field, 2 data files
-const char* const kFields[2] = {"r", "z"};
+using fuzz_dataset::kFields;
+using fuzz_dataset::kN;
+using fuzz_dataset::read_field;
+using fuzz_dataset::whole;
 
 struct Fixture {
   std::string dir, idx;
@@ -44,8 +46,6 @@ void spill(const std::string& path, const char* data, size_t size) {
   std::ofstream(path, std::ios::binary | std::ios::trunc).write(data, static_cast<std::streamsize>(size));
 }
 
-hzio::Box whole() { return hzio::Box{{0, 0, 0}, {kN, kN, kN}}; }
-
 Fixture make_fixture() {
   Fixture f;
   f.dir = (fs::exists("/dev/shm") ? std::string("/dev/shm") : fs::temp_directory_path().string()) +
@@ -59,23 +59,7 @@ Fixture make_fixture() {
     fs::remove_all(made, ignored);
   });
   f.idx = f.dir + "/d.idx";
-  hzio::CreateOptions o;
-  o.dims = {kN, kN, kN};
-  o.fields = {{"r", hzio::DType::parse("float32").value(), "raw"}, {"z", hzio::DType::parse("int16").value(), "zip"}};
-  o.bits_per_block = 10;
-  o.blocks_per_file = 2;
-  o.sub_block_bits = 2;
-  f.r.resize(kN * kN * kN);
-  f.z.resize(kN * kN * kN);
-  for (size_t i = 0; i < f.r.size(); ++i) {
-    f.r[i] = static_cast<float>(i % 977) * 0.5f - 100;
-    f.z[i] = static_cast<int16_t>(i * 7919 % 60000 - 30000);
-  }
-  auto ds = hzio::Dataset::create(f.idx, o, {.durable = false, .threads = 1});
-  if (!ds.is_ok()) std::abort();
-  if (!(*ds)->write_box(whole(), "r", 0, f.r.data(), f.r.size() * 4).is_ok()) std::abort();
-  if (!(*ds)->write_box(whole(), "z", 0, f.z.data(), f.z.size() * 2).is_ok()) std::abort();
-  if (!(*ds)->close().is_ok()) std::abort();
+  fuzz_dataset::write(f.idx, f.r, f.z);
   for (const auto& e : fs::recursive_directory_iterator(f.dir)) {
     if (e.is_regular_file() && e.path().string() != f.idx) f.files.push_back(e.path().string());
   }
@@ -100,16 +84,6 @@ void restore(const Fixture& f) {
       fs::remove(p);
   }
   for (size_t i = 0; i < f.files.size(); ++i) spill(f.files[i], f.bytes[i].data(), f.bytes[i].size());
-}
-
-template <class T>
-void read_field(hzio::Dataset& ds, int field, const std::vector<T>& written, bool must_match) {
-  std::vector<T> back(written.size());
-  const hzio::Status s = ds.read_box(whole(), -1, kFields[field], 0, back.data(), back.size() * sizeof(T));
-  if (s.is_ok() && must_match && std::memcmp(back.data(), written.data(), back.size() * sizeof(T)) != 0)
-    std::abort();  // a successful read returned data the input could not have changed
-  std::vector<T> coarse(1);
-  (void)ds.read_box(whole(), 0, kFields[field], 0, coarse.data(), sizeof(T));
 }
 
 }  // namespace

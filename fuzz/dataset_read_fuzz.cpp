@@ -22,14 +22,17 @@
 
 #include "core/dataset_parts.hpp"
 #include "hzio/dataset.hpp"
+#include "small_dataset.hpp"
 #include "io/storage.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
+using fuzz_dataset::kFields;
+using fuzz_dataset::kN;
+using fuzz_dataset::read_field;
+using fuzz_dataset::whole;
 
-constexpr int64_t kN = 16;  // 16^3 samples, 4 blocks of 1024 per field, 2 data files
-const char* const kFields[2] = {"r", "z"};
 const std::string kRoot = "/hzio-fuzz-memory";  // where the dataset lies in memory, never on disk
 
 struct Fixture {
@@ -47,33 +50,13 @@ std::vector<std::byte> slurp(const std::string& path) {
   return {p, p + c.size()};
 }
 
-hzio::Box whole() { return hzio::Box{{0, 0, 0}, {kN, kN, kN}}; }
-
 // Writes the dataset on disk once (the writer works on the local file system), then holds it in memory.
 Fixture make_fixture() {
   Fixture f;
   const std::string dir = fs::temp_directory_path().string() + "/hzio_dataset_read_fuzz." + std::to_string(::getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
-  hzio::CreateOptions o;
-  o.dims = {kN, kN, kN};
-  o.fields = {{"r", hzio::DType::parse("float32").value(), "raw"}, {"z", hzio::DType::parse("int16").value(), "zip"}};
-  o.bits_per_block = 10;
-  o.blocks_per_file = 2;
-  o.sub_block_bits = 2;
-  f.r.resize(kN * kN * kN);
-  f.z.resize(kN * kN * kN);
-  for (size_t i = 0; i < f.r.size(); ++i) {
-    f.r[i] = static_cast<float>(i % 977) * 0.5f - 100;
-    f.z[i] = static_cast<int16_t>(i * 7919 % 60000 - 30000);
-  }
-  {
-    auto ds = hzio::Dataset::create(dir + "/d.idx", o, {.durable = false, .threads = 1});
-    if (!ds.is_ok()) std::abort();
-    if (!(*ds)->write_box(whole(), "r", 0, f.r.data(), f.r.size() * 4).is_ok()) std::abort();
-    if (!(*ds)->write_box(whole(), "z", 0, f.z.data(), f.z.size() * 2).is_ok()) std::abort();
-    if (!(*ds)->close().is_ok()) std::abort();
-  }
+  fuzz_dataset::write(dir + "/d.idx", f.r, f.z);
   std::vector<std::string> found;
   for (const auto& e : fs::recursive_directory_iterator(dir))
     if (e.is_regular_file()) found.push_back(fs::relative(e.path(), dir).string());
@@ -98,19 +81,6 @@ Fixture make_fixture() {
   }
   fs::remove_all(dir);
   return f;
-}
-
-template <class T>
-void read_field(hzio::Dataset& ds, int field, const std::vector<T>& written, bool must_match) {
-  std::vector<T> back(written.size());
-  const hzio::Status s = ds.read_box(whole(), -1, kFields[field], 0, back.data(), back.size() * sizeof(T));
-  if (s.is_ok() && must_match && std::memcmp(back.data(), written.data(), back.size() * sizeof(T)) != 0)
-    std::abort();  // a successful read returned data the input could not have changed
-  std::vector<T> coarse(1);
-  (void)ds.read_box(whole(), 0, kFields[field], 0, coarse.data(), sizeof(T));
-  const hzio::Box part{{1, 2, 3}, {9, 16, 11}};
-  std::vector<T> sub(8 * 14 * 8);
-  (void)ds.read_box(part, ds.max_level() - 1, kFields[field], 0, sub.data(), sub.size() * sizeof(T));
 }
 
 void read_progressively(hzio::Dataset& ds) {
