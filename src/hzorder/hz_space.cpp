@@ -202,13 +202,25 @@ void HzSpace::blocks_in_box(const Box& box, int level, std::vector<uint64_t>& ou
     lo[a] = k_lo / per_block;
     hi[a] = (k_hi - 1) / per_block + 1;
   }
-  auto luts = hz_luts(level - bpb_, level - bpb_ - 1);
-  const uint64_t base = uint64_t{1} << (level - bpb_ - 1);
+  // A block's id deposits its grid coordinates' bits at the positions the bitmask gives them (as
+  // hz_luts does for in-block indices, but in 64 bits, and only for the coordinates in the box: a long
+  // bitmask has more blocks per axis than a table could hold).
+  const int nbits = level - bpb_ - 1;
+  std::array<std::vector<int>, kMaxDims> positions;  // per axis, the id bit of each coordinate bit
+  for (int j = 0; j < nbits; ++j) positions[bitmask_.axis_at(level - bpb_ - 1 - j)].push_back(j);
+  std::array<std::vector<uint64_t>, kMaxDims> part;
+  for (int a = 0; a < kMaxDims; ++a) {
+    for (int64_t c = lo[a]; c < hi[a]; ++c) {
+      uint64_t v = 0;
+      for (size_t b = 0; b < positions[a].size(); ++b) v |= static_cast<uint64_t>((c >> b) & 1) << positions[a][b];
+      part[a].push_back(v);
+    }
+  }
+  const uint64_t base = uint64_t{1} << nbits;
   const size_t start = out.size();
-  for (int64_t z = lo[2]; z < hi[2]; ++z)
-    for (int64_t y = lo[1]; y < hi[1]; ++y)
-      for (int64_t x = lo[0]; x < hi[0]; ++x)
-        out.push_back(base + luts->axis[2][z] + luts->axis[1][y] + luts->axis[0][x]);
+  for (const uint64_t z : part[2])
+    for (const uint64_t y : part[1])
+      for (const uint64_t x : part[0]) out.push_back(base + z + y + x);
   std::sort(out.begin() + static_cast<std::ptrdiff_t>(start), out.end());
 }
 

@@ -152,6 +152,28 @@ TEST(HzSpace, BlocksInBoxEqualsBruteForceOverRandomBoxesAndLevels) {
   }
 }
 
+// Block ids of more than 32 bits (a bitmask of 44 levels with 2-sample blocks: 2^43 blocks) are
+// computed in full, against the brute force over a small box far from the origin.
+TEST(HzSpace, BlockIdsBeyondThirtyTwoBitsEqualBruteForce) {
+  HzSpace s = space("V01201201201201201201201201201201201201201210", 1);
+  ASSERT_EQ(s.max_level(), 44);
+  const Point p2 = s.bitmask().pow2_dims();
+  const Box box{{p2[0] - 3, p2[1] - 2, p2[2] / 2 + 1}, {p2[0], p2[1], p2[2] / 2 + 3}};
+  std::set<uint64_t> expected;
+  for (int64_t z = box.lo[2]; z < box.hi[2]; ++z)
+    for (int64_t y = box.lo[1]; y < box.hi[1]; ++y)
+      for (int64_t x = box.lo[0]; x < box.hi[0]; ++x) expected.insert(s.point_to_hz({x, y, z}) >> 1);
+  ASSERT_GT(*expected.rbegin(), uint64_t{1} << 40);
+  std::vector<uint64_t> got;
+  s.blocks_in_box(box, s.max_level(), got);
+  s.blocks_in_box(box, s.max_level() - 1, got);
+  for (uint64_t b : got) EXPECT_TRUE(expected.count(b)) << b;
+  std::set<uint64_t> finest;
+  for (uint64_t b : expected)
+    if (HzSpace::level_of(b << 1) >= s.max_level() - 1) finest.insert(b);
+  EXPECT_EQ(std::set<uint64_t>(got.begin(), got.end()), finest);
+}
+
 TEST(HzSpace, BlockPlanOfABoxIsEveryBlockWithASampleOfTheLevelsAscending) {
   std::mt19937 rng(11);
   for (const char* bits : {"V0120120120", "V22110"}) {
