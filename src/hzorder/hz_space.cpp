@@ -17,12 +17,14 @@ HzSpace::HzSpace(const format::Bitmask& bitmask, int bits_per_block)
     : bitmask_(bitmask), maxh_(bitmask.max_level()), bpb_(bits_per_block) {
   // Bit s of the interleaved address (as hz_to_point forms it) is the next coordinate bit of the axis
   // the bitmask names at position maxh - s.
+  extract_.resize(static_cast<size_t>((maxh_ + 7) / 8 * kMaxDims));
   std::array<int, kMaxDims> used{0, 0, 0};
-  for (int s = 0; s < std::min(maxh_, 64); ++s) {
+  for (int s = 0; s < maxh_; ++s) {
     const int a = bitmask_.axis_at(maxh_ - s);
     const uint64_t bit = uint64_t{1} << used[a]++;
+    auto& table = extract_[static_cast<size_t>(s / 8 * kMaxDims + a)];
     for (int v = 0; v < 256; ++v)
-      if ((v >> (s % 8)) & 1) extract_[a][s / 8][v] |= bit;
+      if ((v >> (s % 8)) & 1) table[static_cast<size_t>(v)] |= bit;
   }
 }
 
@@ -43,9 +45,9 @@ Point HzSpace::hz_to_point(uint64_t hz) const {
   if (hz == 0) return p;
   int h = level_of(hz);
   const uint64_t z = (((hz << 1) | 1) << (maxh_ - h)) & ((uint64_t{1} << maxh_) - 1);
-  for (int k = 0; k < 8 && (z >> (8 * k)) != 0; ++k) {
+  for (size_t k = 0; k * kMaxDims < extract_.size() && (z >> (8 * k)) != 0; ++k) {
     const size_t v = (z >> (8 * k)) & 0xff;
-    for (int a = 0; a < kMaxDims; ++a) p[a] |= static_cast<int64_t>(extract_[a][static_cast<size_t>(k)][v]);
+    for (int a = 0; a < kMaxDims; ++a) p[a] |= static_cast<int64_t>(extract_[k * kMaxDims + static_cast<size_t>(a)][v]);
   }
   return p;
 }

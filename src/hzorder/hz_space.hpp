@@ -84,8 +84,9 @@ class HzSpace {
   int maxh_ = 0;
   int bpb_ = 0;
   // hz_to_point's bit extraction, a byte at a time: for byte k of the interleaved address and its value
-  // v, the coordinate bits it holds per axis (a table lookup instead of a loop over every bit).
-  std::array<std::array<std::array<uint64_t, 256>, 8>, kMaxDims> extract_{};
+  // v, the coordinate bits it holds per axis, at [k * kMaxDims + axis][v] (a table lookup instead of a
+  // loop over every bit); as many bytes as the bitmask has levels.
+  std::vector<std::array<uint64_t, 256>> extract_;
   mutable std::mutex mutex_;
   mutable std::map<std::pair<int, int>, std::shared_ptr<const AxisLuts>> hz_cache_;
   mutable std::map<Point, std::shared_ptr<const AxisLuts>> rm_cache_;
