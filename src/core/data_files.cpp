@@ -174,7 +174,7 @@ void DataFiles::prefetch_headers(int64_t time, const std::vector<uint64_t>& bloc
     std::lock_guard lock(mutex_);
     for (uint64_t b : blocks) {
       const uint64_t first = static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(b)));
-      if (!stored_.count({time, first}) && (firsts.empty() || firsts.back() != first)) firsts.push_back(first);
+      if ((firsts.empty() || firsts.back() != first) && !stored_.count({time, first})) firsts.push_back(first);
     }
   }
   std::sort(firsts.begin(), firsts.end());

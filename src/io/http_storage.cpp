@@ -86,6 +86,13 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   return size * count;
 }
 
+// Transfer limits: a policy, not a measurement. A server that accepts no connection within
+// kConnectSeconds, or sends nothing for kStallSeconds, fails the attempt; retries pause kFirstPause, then
+// twice as long each time (0.75 s of pauses over kRetries), enough to ride out a server that restarts.
+constexpr long kConnectSeconds = 10;
+constexpr long kStallSeconds = 30;
+constexpr auto kFirstPause = std::chrono::milliseconds(50);
+
 // Aborts a transfer when its storage goes (a hint still fetching when the dataset closes).
 int on_progress(void* stopping, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   return static_cast<std::atomic<bool>*>(stopping)->load() ? 1 : 0;
@@ -139,8 +146,7 @@ class HttpFile final : public Readable {
       body = ahead->value();
     } else {
       at = 0;
-      HZIO_ASSIGN_OR_RETURN(Fetched f, fetch(*storage_, path_, *size_, offset, out.size()));
-      body = std::move(f.body);
+      HZIO_ASSIGN_OR_RETURN(body, fetch(*storage_, path_, *size_, offset, out.size()));
     }
     if (body->size() < at + out.size()) {
       return corrupt("read " + url_ + ": the file ends before byte " + std::to_string(offset + out.size()));
@@ -161,7 +167,7 @@ class HttpFile final : public Readable {
         return std::vector<std::byte>();
       }
       HZIO_RETURN_IF_ERROR(f.status());
-      body = std::move(f.value().body);
+      body = std::move(f).value();
     }
     *size = static_cast<uint64_t>(size_->load());
     if (*size > limit) return corrupt("file " + url_ + " is implausibly large (" + std::to_string(*size) + " bytes)");
@@ -190,16 +196,11 @@ class HttpFile final : public Readable {
     }
     const HttpStorage* storage = storage_.get();  // outlives its workers' jobs
     storage_->run([storage, path = path_, size = size_, offset, length, promise] {
-      auto f = fetch(*storage, path, *size, offset, length == 0 ? kMaxAhead : length);
-      promise->set_value(f.is_ok() ? Result<std::shared_ptr<const std::string>>(std::move(f.value().body))
-                                   : Result<std::shared_ptr<const std::string>>(f.status()));
+      promise->set_value(fetch(*storage, path, *size, offset, length == 0 ? kMaxAhead : length));
     });
   }
 
  private:
-  struct Fetched {
-    std::shared_ptr<const std::string> body;
-  };
   struct Ahead {
     uint64_t begin, length, bytes;  // length 0: the whole file
     uint64_t unread;                // bytes no read has taken yet
@@ -208,8 +209,9 @@ class HttpFile final : public Readable {
 
   // One ranged GET of [offset, offset + length): the bytes there (fewer at the file's end). Static, so
   // that hints running on the storage's workers hold no reference to the file.
-  static Result<Fetched> fetch(const HttpStorage& storage, const std::string& path, std::atomic<int64_t>& size_,
-                               uint64_t offset, uint64_t length) {
+  static Result<std::shared_ptr<const std::string>> fetch(const HttpStorage& storage, const std::string& path,
+                                                          std::atomic<int64_t>& size_, uint64_t offset,
+                                                          uint64_t length) {
     const std::string url_ = storage.origin() + path;
     const std::string range = std::to_string(offset) + "-" + std::to_string(offset + length - 1);
     HZIO_ASSIGN_OR_RETURN(HttpStorage::Answer a, storage.request(path, false, range, length));
@@ -233,7 +235,7 @@ class HttpFile final : public Readable {
       if (total < 0) return io_error("GET " + url_ + ": a 206 answer without the file's size in Content-Range");
       size_ = total;
     }
-    return Fetched{std::make_shared<const std::string>(std::move(a.body))};
+    return std::make_shared<const std::string>(std::move(a.body));
   }
 
   // A range fetched ahead that holds [offset, offset + length) (`prefix`: any fetched from 0 holding as much
@@ -328,9 +330,9 @@ Result<HttpStorage::Answer> HttpStorage::request(const std::string& path, bool h
     curl_easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, message);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // a server that stops sending for 30 s times out
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 30L);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, kConnectSeconds);
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // a transfer that stalls for kStallSeconds fails
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, kStallSeconds);
     curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "identity");
     curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
@@ -348,7 +350,7 @@ Result<HttpStorage::Answer> HttpStorage::request(const std::string& path, bool h
     error = code == CURLE_OK ? "answered " + std::to_string(answer.status)
                              : std::string(message[0] ? message : curl_easy_strerror(code));
     if (attempt == kRetries || !transient(code, answer.status) || stopping_) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50) * (1 << attempt));
+    std::this_thread::sleep_for(kFirstPause * (1 << attempt));
   }
   return io_error(std::string(head ? "HEAD " : "GET ") + url + ": " + error + " (after " +
                   std::to_string(kRetries + 1) + " attempts)");

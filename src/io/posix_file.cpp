@@ -142,13 +142,30 @@ Result<uint64_t> File::size() const {
   return static_cast<uint64_t>(st.st_size);
 }
 
+namespace {
+
+std::array<uint64_t, 5> identity_of(const struct stat& st) {
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
+          static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000u + st.st_mtim.tv_nsec,
+          static_cast<uint64_t>(st.st_ctim.tv_sec) * 1000000000u + st.st_ctim.tv_nsec};
+}
+
+}  // namespace
+
 Result<std::array<uint64_t, 5>> File::identity() const {
   struct stat st;
   if (::fstat(fd_, &st) != 0) return os_error("stat", path_, errno);
-  return std::array<uint64_t, 5>{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
-                                 static_cast<uint64_t>(st.st_size),
-                                 static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000u + st.st_mtim.tv_nsec,
-                                 static_cast<uint64_t>(st.st_ctim.tv_sec) * 1000000000u + st.st_ctim.tv_nsec};
+  return identity_of(st);
+}
+
+Result<std::array<uint64_t, 5>> path_identity(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    const std::string what = "stat " + path + ": " + std::strerror(err);
+    return err == ENOENT ? not_found(what) : io_error(what);
+  }
+  return identity_of(st);
 }
 
 Status File::read_at(uint64_t offset, std::span<std::byte> out) const {

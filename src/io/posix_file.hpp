@@ -111,6 +111,8 @@ Result<std::string> write_temp_file(const std::string& path, std::string_view te
 // the fsync. Errors: kIo.
 Status rename_file(const std::string& from, const std::string& to, bool durable, bool* renamed = nullptr,
                    FaultSeam* seam = nullptr);
+// Local. File::identity of the file at `path` (links followed). Errors: kNotFound, kIo.
+Result<std::array<uint64_t, 5>> path_identity(const std::string& path);
 bool file_exists(const std::string& path);
 // Local. Removes a file or an empty directory if present. Errors: kIo.
 Status remove_path(const std::string& path);

@@ -1,8 +1,6 @@
 // The local file system and memory as places datasets are read from (storage.hpp).
 #include "io/storage.hpp"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -25,18 +23,7 @@ class LocalStorage final : public Storage {
     return read_text_file(path, max_bytes);
   }
   Result<PathKind> path_kind(const std::string& path) const override { return io::path_kind(path); }
-  Result<std::array<uint64_t, 5>> identity(const std::string& path) const override {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) {
-      const int err = errno;
-      const std::string what = "stat " + path + ": " + std::strerror(err);
-      return err == ENOENT ? not_found(what) : io_error(what);
-    }
-    return std::array<uint64_t, 5>{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
-                                   static_cast<uint64_t>(st.st_size),
-                                   static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000u + st.st_mtim.tv_nsec,
-                                   static_cast<uint64_t>(st.st_ctim.tv_sec) * 1000000000u + st.st_ctim.tv_nsec};
-  }
+  Result<std::array<uint64_t, 5>> identity(const std::string& path) const override { return path_identity(path); }
   Result<std::vector<std::string>> list_files(const std::string& dir, int max_depth) const override {
     return io::list_files(dir, max_depth);
   }
