@@ -11,6 +11,7 @@ what="${1:-test}"
 apt_packages=(build-essential cmake ninja-build pkg-config zlib1g-dev liblz4-dev libxxhash-dev libzfp-dev libgtest-dev libcurl4-openssl-dev
               libopenmpi-dev openmpi-bin python3-venv python3-dev clang-format
               clang libclang-rt-14-dev libomp-14-dev)  # clang: the libFuzzer build of scripts/fuzz/run.sh
+[ "$what" = test ] && apt_packages+=(chromium)  # the viewer's browser tests (tests/python/test_viewer_browser.py)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -36,10 +37,12 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" numpy pytest pillow mpi4py
+# aiohttp: the web server of `hzio serve`
+.venv/bin/python -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" numpy pytest pillow mpi4py aiohttp
 if [ "$what" = test ]; then
-  # xxhash: the checksum tests' oracle; zarr (v3, needs Python >= 3.11) and h5py: bench/small_read_bench.py's baselines; aiohttp: the web servers of the HTTP read tests
-  .venv/bin/python -m pip install -q OpenVisusNoGui ruff mypy xxhash zarr h5py aiohttp
+  # xxhash: the checksum tests' oracle; zarr (v3, needs Python >= 3.11) and h5py: bench/small_read_bench.py's
+  # baselines; playwright: drives Debian's chromium in the viewer's tests (it never downloads a browser here)
+  .venv/bin/python -m pip install -q OpenVisusNoGui ruff mypy xxhash zarr h5py playwright
 fi
 
 echo "== building and installing hzio (C++ core, tests, Python extension)"

@@ -1,5 +1,5 @@
-"""The ``hzio`` command line: ``info``, ``read``, ``convert``, ``verify``, ``dump``, ``query`` and ``index``
-over the public API.
+"""The ``hzio`` command line: ``info``, ``read``, ``convert``, ``verify``, ``dump``, ``query``, ``index`` and
+``serve`` over the public API.
 
 Run ``hzio -h`` or ``hzio COMMAND -h``. Errors print ``hzio: error: <message>`` on stderr and exit with
 status 2 (``verify`` exits 1 when it finds a corrupt block or a timestep without data); there is
@@ -20,6 +20,7 @@ from ._cli_dump import dump
 from ._cli_index import index
 from ._cli_inspect import info, read
 from ._cli_query import query
+from ._cli_serve import serve
 from ._cli_util import UsageError
 from ._cli_verify import verify
 
@@ -35,6 +36,7 @@ examples:
   hzio dump data.idx --field temperature --time 0
   hzio query data.idx --field temperature --range 1500 2000 --out front.npz
   mpiexec -n 4 hzio index openvisus_run.idx
+  hzio serve data.idx run.idx --port 8000
 """
 
 
@@ -58,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_dump(sub)
     _add_query(sub)
     _add_index(sub)
+    _add_serve(sub)
     return parser
 
 
@@ -184,6 +187,22 @@ def _add_index(sub):
     _add_no_verify(p, "record the data files as they are now, even where they differ from their checksums "
                       "(after a tool other than hzio changed a file in place)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _add_serve(sub):
+    p = _add_command(sub, "serve", serve, "serve datasets to the browser viewer and to remote readers (read-only)",
+                     "Start a read-only web server for the datasets and print its URL. The page shows slices of any\n"
+                     "field, timestep and axis, coarse first and refined to the screen; new timesteps of a running\n"
+                     "simulation appear while it runs. The datasets' files are served with byte ranges, so that\n"
+                     "hzio.open('http://HOST:PORT/files/NAME/NAME.idx') reads them remotely. Ctrl-C stops it.")
+    p.add_argument("datasets", metavar="DATASET", nargs="+", help="the .idx files to serve")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 exposes the datasets "
+                        "to the network)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
+    p.add_argument("--exit-after", metavar="S", type=float, default=None,
+                   help="stop after S seconds (for scripts and tests)")
+    _add_no_verify(p)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,511 @@
+"""``hzio serve``: a read-only web server for IDX datasets, with the browser viewer of ``hzio/viewer/``.
+
+The server (aiohttp) answers four kinds of request, all GET (and HEAD):
+
+* ``/`` and ``/viewer/<file>``: the viewer's page and ES modules (the files of ``hzio/viewer/``);
+* ``/api/datasets`` and ``/api/datasets/<name>``: what each dataset holds (JSON), read anew whenever
+  its ``.idx`` changes, so that a running simulation's new timesteps appear;
+* ``/api/datasets/<name>/slice``: a 2-D slice of a box at a level as a binary array (below), and
+  ``/api/datasets/<name>/stats``: value range, robust limits and histogram from the block statistics;
+* ``/files/<name>/<path>``: the dataset's own files (``.idx``, data files, sidecars) with byte ranges,
+  so that ``hzio.open("http://host:port/files/<name>/<name>.idx")`` reads it remotely.
+
+Slice responses (``application/octet-stream``): a little-endian uint32 ``n``, then ``n`` bytes of UTF-8
+JSON (padded with spaces to a multiple of 8 bytes), then ``height * width`` samples, rows first, of the
+JSON's ``dtype`` (``float32``, or ``float64`` for 64-bit fields), little-endian. The JSON names the level,
+the plane read, and the grid: ``u0``/``v0`` (coordinates of the first column and row), ``du``/``dv``
+(spacing), ``width``/``height``.
+
+Safety: nothing writes; only the files of the datasets given are served (the ``.idx``, and the data
+files and sidecars its blocks name, resolved without leaving the ``.idx``'s folder); a slice is bounded
+to :data:`MAX_SLICE_SAMPLES` samples; reads run on a thread pool with a few handles per dataset, so a
+slow read does not hold other requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import os
+import queue
+import struct
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+from urllib.parse import quote
+
+import numpy as np
+
+import hzio
+
+from .errors import Error, InvalidArgumentError, NotFoundError
+
+MAX_SLICE_SAMPLES = 4096 * 4096  # one slice response at most (a 64 MiB float32 array)
+HANDLES_PER_DATASET = 4  # open handles a dataset's reads share (one read per handle at a time)
+READ_THREADS = 8  # reads running at once over all datasets
+HISTOGRAM_BINS = 64
+ROBUST_QUANTILES = (0.005, 0.995)  # the default colour range: these quantiles of the block statistics
+VIEWER_DIR = Path(__file__).with_name("viewer")
+AXES = {"z": (0, 1, 2), "y": (1, 0, 2), "x": (2, 0, 1)}  # plane axis, then rows and columns ([z, y, x] indices)
+
+
+def _idx_identity(path: str) -> tuple[int, int, int, int]:
+    st = os.stat(path)
+    return st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns
+
+
+@dataclass
+class _Generation:
+    """What one version of a dataset's .idx says, and the handles opened on it."""
+
+    identity: tuple[int, int, int, int]
+    info: dict[str, Any]
+    idle: list[hzio.Dataset] = field(default_factory=list)
+    files: set[str] | None = None  # real paths of the data files and sidecars, computed when first asked
+
+
+class ServedDataset:
+    """One dataset being served. Local; thread-safe."""
+
+    def __init__(self, key: str, path: str, verify: bool) -> None:
+        self.key = key
+        self.path = os.path.realpath(path)
+        self.folder = os.path.dirname(self.path)
+        self.verify = verify
+        self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(HANDLES_PER_DATASET)
+        self._gen: _Generation | None = None
+        self.current()  # fails now, not at the first request, if the dataset does not open
+
+    def current(self) -> _Generation:
+        """Local. The generation of the .idx as it is now (opening it anew when it changed)."""
+        identity = _idx_identity(self.path)
+        with self._lock:
+            if self._gen is not None and self._gen.identity == identity:
+                return self._gen
+        ds = hzio.open(self.path, verify=self.verify)
+        gen = _Generation(identity, self._describe(ds), [ds])
+        with self._lock:
+            old, self._gen = self._gen, gen
+        if old is not None:
+            for h in old.idle:
+                h.close()
+        return gen
+
+    @contextlib.contextmanager
+    def handle(self) -> Iterator[hzio.Dataset]:
+        """Local. Borrow an open handle of the current generation (at most HANDLES_PER_DATASET at once)."""
+        with self._slots:
+            gen = self.current()
+            with self._lock:
+                ds = gen.idle.pop() if gen.idle else None
+            if ds is None:
+                ds = hzio.open(self.path, verify=self.verify)
+            try:
+                yield ds
+            finally:
+                with self._lock:
+                    keep = self._gen is gen
+                    if keep:
+                        gen.idle.append(ds)
+                if not keep:
+                    ds.close()
+
+    def _describe(self, ds: hzio.Dataset) -> dict[str, Any]:
+        shape3 = (1,) * (3 - ds.ndim) + tuple(ds.shape)
+        origin3 = (0,) * (3 - ds.ndim) + tuple(ds.origin)
+        levels = []
+        lo_x = (origin3[2], origin3[1], origin3[0])  # the core takes x-first corners
+        hi_x = (lo_x[0] + shape3[2], lo_x[1] + shape3[1], lo_x[2] + shape3[0])
+        for level in range(ds.max_level + 1):
+            levels.append(list(reversed(ds._core.level_grid(lo_x, hi_x, level).spacing)))
+        fields = []
+        for name, dtype in ds.fields.items():
+            scalar, comps = _split_dtype(dtype)
+            fields.append({"name": name, "dtype": dtype, "components": comps})
+        return {"name": self.key, "file": os.path.basename(self.path), "ndim": ds.ndim, "shape": list(shape3),
+                "origin": list(origin3), "fields": fields, "times": [int(t) for t in ds.times],
+                "max_level": ds.max_level, "bitmask": ds.bitmask, "level_spacing": levels,
+                "files_url": f"/files/{quote(self.key)}/{quote(os.path.basename(self.path))}"}
+
+    def info(self) -> dict[str, Any]:
+        """Local. The JSON description of the dataset as its .idx says now."""
+        return self.current().info
+
+    def file_path(self, relative: str) -> str | None:
+        """Local. The real path of one of the dataset's files named relative to the .idx's folder, or
+        None when ``relative`` names anything else (or leaves the folder)."""
+        if not relative or "\0" in relative or relative.startswith("/") or "\\" in relative:
+            return None
+        parts = relative.split("/")
+        if any(p in ("", ".", "..") for p in parts):
+            return None
+        real = os.path.realpath(os.path.join(self.folder, relative))
+        if os.path.commonpath([real, self.folder]) != self.folder:
+            return None
+        if real == self.path:
+            return real
+        gen = self.current()
+        if gen.files is None:
+            files: set[str] = set()
+            with self.handle() as ds:
+                for f in ds.fields:
+                    for t in ds.times:
+                        for name in set(ds.blocks(f, time=t, existing_files_only=True)["file"]):
+                            files.add(os.path.realpath(str(name)))
+            files |= {f + ".hzstats" for f in files}
+            gen.files = {f for f in files if os.path.commonpath([f, self.folder]) == self.folder}
+        return real if real in gen.files else None
+
+
+def _split_dtype(dtype: str) -> tuple[str, int]:
+    if dtype.endswith("]") and "[" in dtype:
+        scalar, n = dtype[:-1].split("[", 1)
+        return scalar, int(n)
+    return dtype, 1
+
+
+class BadRequest(Exception):
+    """A request the server refuses: its message goes back to the client with the status."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _int_arg(query: Any, name: str, default: int | None = None) -> int:
+    text = query.get(name)
+    if text is None:
+        if default is None:
+            raise BadRequest(400, f"missing parameter {name!r}")
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise BadRequest(400, f"parameter {name!r} must be an integer, got {text[:40]!r}") from None
+
+
+def _field_of(info: dict[str, Any], query: Any) -> dict[str, Any]:
+    name = query.get("field")
+    if name is None:
+        return info["fields"][0]
+    for f in info["fields"]:
+        if f["name"] == name:
+            return f
+    raise BadRequest(404, f"dataset {info['name']!r} has no field {name[:80]!r}")
+
+
+def _time_of(info: dict[str, Any], query: Any) -> int:
+    if not info["times"]:
+        raise BadRequest(404, f"dataset {info['name']!r} has no timestep yet")
+    t = _int_arg(query, "time", info["times"][0])
+    if t not in info["times"]:
+        raise BadRequest(404, f"dataset {info['name']!r} has no timestep {t}")
+    return t
+
+
+def _component_of(f: dict[str, Any], query: Any) -> int | None:
+    """The component asked for (None: the magnitude) of a vector field; 0 for a scalar one."""
+    text = query.get("component", "0")
+    if f["components"] == 1:
+        return 0
+    if text == "magnitude":
+        return None
+    c = _int_arg(query, "component")
+    if not 0 <= c < f["components"]:
+        raise BadRequest(400, f"field {f['name']!r} has components 0..{f['components'] - 1}, not {c}")
+    return c
+
+
+def read_slice(sd: ServedDataset, query: Any) -> bytes:
+    """Local. The binary slice response for a query (see the module's docstring)."""
+    info = sd.info()
+    f = _field_of(info, query)
+    time = _time_of(info, query)
+    component = _component_of(f, query)
+    axis = query.get("axis", "z")
+    if axis not in AXES:
+        raise BadRequest(400, f"axis must be x, y or z, not {axis[:20]!r}")
+    a, row_axis, col_axis = AXES[axis]
+    if info["ndim"] < 3 and axis != "z":
+        raise BadRequest(400, f"dataset {info['name']!r} is {info['ndim']}-D: only axis z has slices")
+    level = _int_arg(query, "level", info["max_level"])
+    if not 0 <= level <= info["max_level"]:
+        raise BadRequest(400, f"level must lie in 0..{info['max_level']}, not {level}")
+    lo3 = list(info["origin"])
+    hi3 = [o + n for o, n in zip(info["origin"], info["shape"])]
+    spacing = info["level_spacing"][level]
+    # The plane: the level's sample at or below the index asked for (a coarse level holds every
+    # spacing-th plane).
+    index = min(max(_int_arg(query, "index", lo3[a]), lo3[a]), hi3[a] - 1)
+    plane = index - (index % spacing[a])
+    if plane < lo3[a]:
+        plane += spacing[a]
+    box_lo, box_hi = list(lo3), list(hi3)
+    box_lo[a], box_hi[a] = plane, plane + 1
+    for ax, (p0, p1) in ((col_axis, ("u0", "u1")), (row_axis, ("v0", "v1"))):
+        box_lo[ax] = min(max(_int_arg(query, p0, lo3[ax]), lo3[ax]), hi3[ax])
+        box_hi[ax] = min(max(_int_arg(query, p1, hi3[ax]), box_lo[ax]), hi3[ax])
+    box = (tuple(box_lo[3 - info["ndim"]:]), tuple(box_hi[3 - info["ndim"]:]))
+    with sd.handle() as ds:
+        counts = ds.level_shape(level, box)
+        if math.prod(counts) > MAX_SLICE_SAMPLES:
+            raise BadRequest(413, f"the slice holds {math.prod(counts)} samples at level {level}; at most "
+                                  f"{MAX_SLICE_SAMPLES} per request: ask for a coarser level or a smaller box")
+        values = ds.read(box, level=level, field=f["name"], time=time) if math.prod(counts) else None
+    counts3 = (1,) * (3 - info["ndim"]) + tuple(counts)
+    scalar, _ = _split_dtype(f["dtype"])
+    out_dtype = np.dtype("<f8") if np.dtype(scalar).itemsize == 8 else np.dtype("<f4")
+    if values is None:
+        plane2d = np.zeros((counts3[row_axis], counts3[col_axis]), out_dtype)
+    else:
+        v = values.reshape(counts3 + ((f["components"],) if f["components"] > 1 else ()))
+        if f["components"] > 1:
+            v = np.sqrt(np.sum(v.astype(np.float64) ** 2, axis=-1)) if component is None else v[..., component]
+        v = np.moveaxis(v, a, 0)[0]  # rows and columns stay in [z, y, x] order
+        plane2d = np.ascontiguousarray(v, dtype=out_dtype)
+
+    def first(ax: int) -> int:  # the level's first sample at or above the box's corner
+        s = spacing[ax]
+        return -(-box_lo[ax] // s) * s
+
+    header = {"level": level, "axis": axis, "plane": plane, "index": index, "field": f["name"], "time": time,
+              "component": "magnitude" if component is None else component, "dtype": out_dtype.name,
+              "width": int(plane2d.shape[1]), "height": int(plane2d.shape[0]),
+              "u0": first(col_axis), "v0": first(row_axis), "du": spacing[col_axis], "dv": spacing[row_axis]}
+    text = json.dumps(header).encode()
+    text += b" " * (-(4 + len(text)) % 8)
+    return struct.pack("<I", len(text)) + text + plane2d.tobytes()
+
+
+def block_statistics(sd: ServedDataset, query: Any) -> dict[str, Any]:
+    """Local. Value range, robust limits and a histogram of a field and timestep from its block statistics.
+
+    Each block with statistics counts its samples spread evenly over [min, max]: the histogram and the
+    quantiles are those of that spread, which reading the samples would only sharpen. ``known`` is the
+    share of the stored samples whose blocks have statistics.
+    """
+    info = sd.info()
+    f = _field_of(info, query)
+    time = _time_of(info, query)
+    component = _component_of(f, query)
+    with sd.handle() as ds:
+        b = ds.blocks(f["name"], time=time)
+    b = b[b["present"]]
+    known = b[b["stats_known"]]
+    lo, hi = known["min"].astype(np.float64), known["max"].astype(np.float64)
+    if lo.ndim == 2:
+        if component is None:  # the magnitude: from 0 (or the nearest corner) to the farthest corner
+            far = np.sqrt(np.sum(np.maximum(np.abs(lo), np.abs(hi)) ** 2, axis=1))
+            near = np.sqrt(np.sum(np.where((lo <= 0) & (hi >= 0), 0, np.minimum(np.abs(lo), np.abs(hi))) ** 2,
+                                  axis=1))
+            lo, hi = near, far
+        else:
+            lo, hi = lo[:, component], hi[:, component]
+    counts = known["count"].astype(np.float64)
+    finite = np.isfinite(lo) & np.isfinite(hi) & (counts > 0)
+    lo, hi, counts = lo[finite], hi[finite], counts[finite]
+    total = float(b["count"].sum()) if len(b) else 0.0
+    result: dict[str, Any] = {"field": f["name"], "time": time, "blocks": int(len(b)),
+                              "known": float(counts.sum() / total) if total else 0.0}
+    if not len(lo):
+        result.update({"min": None, "max": None, "robust": None, "histogram": None})
+        return result
+    vmin, vmax = float(lo.min()), float(hi.max())
+    edges = np.linspace(vmin, vmax, HISTOGRAM_BINS + 1) if vmax > vmin else np.array([vmin, vmin])
+    hist = np.zeros(len(edges) - 1)
+    width = hi - lo
+    point = width <= 0
+    if point.any():
+        idx = np.clip(np.searchsorted(edges, lo[point], side="right") - 1, 0, len(hist) - 1)
+        np.add.at(hist, idx, counts[point])
+    spread = ~point
+    if spread.any():
+        # The share of [lo, hi] in each bin, per block: overlap of the block's interval with the bin.
+        a, z, c = lo[spread, None], hi[spread, None], counts[spread, None]
+        overlap = np.clip(np.minimum(z, edges[None, 1:]) - np.maximum(a, edges[None, :-1]), 0, None)
+        hist += (overlap / (z - a) * c).sum(axis=0)
+    cdf = np.cumsum(hist) / hist.sum()
+
+    def quantile(q: float) -> float:
+        i = int(np.searchsorted(cdf, q))
+        i = min(i, len(hist) - 1)
+        below = cdf[i - 1] if i > 0 else 0.0
+        share = (q - below) / (cdf[i] - below) if cdf[i] > below else 0.0
+        return float(edges[i] + share * (edges[i + 1] - edges[i]))
+
+    robust = [quantile(ROBUST_QUANTILES[0]), quantile(ROBUST_QUANTILES[1])] if vmax > vmin else [vmin, vmax]
+    result.update({"min": vmin, "max": vmax, "robust": robust,
+                   "histogram": {"edges": edges.tolist(), "counts": hist.tolist()}})
+    return result
+
+
+def dataset_keys(paths: list[str]) -> list[tuple[str, str]]:
+    """Local. A URL name for each .idx path: its stem, made unique with -2, -3..."""
+    seen: dict[str, int] = {}
+    out = []
+    for p in paths:
+        stem = Path(p).stem or "dataset"
+        n = seen.get(stem, 0) + 1
+        seen[stem] = n
+        out.append((stem if n == 1 else f"{stem}-{n}", p))
+    return out
+
+
+def make_app(paths: list[str], *, verify: bool = True) -> Any:
+    """Local. The aiohttp application serving ``paths`` (.idx files). Raises hzio.Error when one does
+    not open, and ImportError (naming the package) without aiohttp."""
+    try:
+        from aiohttp import web
+    except ImportError as e:  # pragma: no cover - the test environment has aiohttp
+        raise ImportError("hzio serve needs aiohttp: pip install 'hzio[serve]' (or aiohttp)") from e
+    datasets = {key: ServedDataset(key, p, verify) for key, p in dataset_keys(paths)}
+    pool = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="hzio-serve")
+    viewer_files = {p.name for p in VIEWER_DIR.iterdir() if p.is_file()} if VIEWER_DIR.is_dir() else set()
+    content_types = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+
+    def error(status: int, message: str) -> Any:
+        return web.json_response({"error": message}, status=status)
+
+    async def in_pool(fn: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
+
+    def dataset_of(request: Any) -> ServedDataset:
+        sd = datasets.get(request.match_info["name"])
+        if sd is None:
+            raise BadRequest(404, f"no dataset named {request.match_info['name'][:80]!r} is served here")
+        return sd
+
+    @web.middleware
+    async def errors(request: Any, handler: Any) -> Any:
+        try:
+            return await handler(request)
+        except BadRequest as e:
+            return error(e.status, str(e))
+        except NotFoundError as e:
+            return error(404, str(e))
+        except InvalidArgumentError as e:
+            return error(400, str(e))
+        except (Error, OSError) as e:  # a corrupt block, a file gone: the server goes on
+            return error(500, str(e))
+        except MemoryError:
+            return error(503, "out of memory")
+
+    async def index(request: Any) -> Any:
+        return await viewer_file_named("index.html")
+
+    async def viewer_file(request: Any) -> Any:
+        return await viewer_file_named(request.match_info["file"])
+
+    async def viewer_file_named(name: str) -> Any:
+        if name not in viewer_files:
+            raise BadRequest(404, f"no viewer file {name[:80]!r}")
+        body = (VIEWER_DIR / name).read_bytes()
+        return web.Response(body=body, content_type=content_types.get(Path(name).suffix, "application/octet-stream"),
+                            headers={"Cache-Control": "no-cache"})
+
+    async def list_datasets(request: Any) -> Any:
+        return web.json_response([await in_pool(sd.info) for sd in datasets.values()])
+
+    async def one_dataset(request: Any) -> Any:
+        return web.json_response(await in_pool(dataset_of(request).info))
+
+    async def slice_(request: Any) -> Any:
+        body = await in_pool(read_slice, dataset_of(request), request.query)
+        return web.Response(body=body, content_type="application/octet-stream", headers={"Cache-Control": "no-store"})
+
+    async def stats(request: Any) -> Any:
+        return web.json_response(await in_pool(block_statistics, dataset_of(request), request.query))
+
+    async def files(request: Any) -> Any:
+        sd = dataset_of(request)
+        real = await in_pool(sd.file_path, request.match_info["path"])
+        if real is None:
+            raise BadRequest(404, f"dataset {sd.key!r} has no file {request.match_info['path'][:200]!r}")
+        return web.FileResponse(real, headers={"Cache-Control": "no-cache"})
+
+    app = web.Application(middlewares=[errors], client_max_size=64 << 10)
+    app.router.add_get("/", index)
+    app.router.add_get("/viewer/{file}", viewer_file)
+    app.router.add_get("/api/datasets", list_datasets)
+    app.router.add_get("/api/datasets/{name}", one_dataset)
+    app.router.add_get("/api/datasets/{name}/slice", slice_)
+    app.router.add_get("/api/datasets/{name}/stats", stats)
+    app.router.add_get("/files/{name}/{path:.+}", files)
+
+    async def close(app: Any) -> None:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+    app.on_cleanup.append(close)
+    return app
+
+
+class Server:
+    """A running ``hzio serve`` in a thread of this process (what tests and notebooks use).
+
+    Local. ``url`` is where it listens; ``stop()`` (or leaving the ``with`` block) shuts it down, and so
+    does the end of the process: the thread is a daemon.
+    """
+
+    def __init__(self, paths: list[str], *, host: str = "127.0.0.1", port: int = 0, verify: bool = True) -> None:
+        from aiohttp import web
+
+        self._app = make_app(paths, verify=verify)
+        self._loop = asyncio.new_event_loop()
+        started: queue.Queue[Any] = queue.Queue()
+
+        async def start() -> Any:
+            runner = web.AppRunner(self._app, access_log=None)
+            await runner.setup()
+            site = web.TCPSite(runner, host, port)
+            await site.start()
+            return runner
+
+        def run() -> None:
+            asyncio.set_event_loop(self._loop)
+            try:
+                self._runner = self._loop.run_until_complete(start())
+            except BaseException as e:  # noqa: BLE001 - handed to the constructor
+                started.put(e)
+                return
+            started.put(None)
+            self._loop.run_forever()
+            self._loop.run_until_complete(self._runner.cleanup())
+            self._loop.close()
+
+        self._thread = threading.Thread(target=run, name="hzio-serve", daemon=True)
+        self._thread.start()
+        failure = started.get()
+        if failure is not None:
+            raise failure
+        sock = self._runner.addresses[0]
+        self.url = f"http://{_url_host(sock[0])}:{sock[1]}/"
+
+    def stop(self) -> None:
+        """Local. Stop serving and wait for the server's thread."""
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=30)
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def serve_forever(paths: list[str], host: str, port: int, verify: bool, exit_after: float | None,
+                  announce: Any) -> None:
+    """Local. Serve until Ctrl-C (or ``exit_after`` seconds); ``announce(url)`` is called once listening."""
+    with Server(paths, host=host, port=port, verify=verify) as server:
+        announce(server.url)
+        done = threading.Event()
+        done.wait(exit_after)  # None: until KeyboardInterrupt
