@@ -18,8 +18,9 @@ the plane read, and the grid: ``u0``/``v0`` (coordinates of the first column and
 
 Safety: nothing writes; only the files of the datasets given are served (the ``.idx``, and the data
 files and sidecars its blocks name, resolved without leaving the ``.idx``'s folder); a slice is bounded
-to :data:`MAX_SLICE_SAMPLES` samples; reads run on a thread pool with a few handles per dataset, so a
-slow read does not hold other requests.
+to :data:`MAX_SLICE_SAMPLES` samples; each dataset reads at most :data:`HANDLES_PER_DATASET` requests at
+once on a thread pool large enough for all datasets, so a slow or stuck dataset holds neither another
+dataset's requests nor the server.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ import hzio
 from .errors import Error, InvalidArgumentError, NotFoundError
 
 MAX_SLICE_SAMPLES = 4096 * 4096  # one slice response at most (a 64 MiB float32 array)
-HANDLES_PER_DATASET = 4  # open handles a dataset's reads share (one read per handle at a time)
-READ_THREADS = 8  # reads running at once over all datasets
+HANDLES_PER_DATASET = 4  # requests of one dataset that read at once, each on its own open handle
+SPARE_THREADS = 8  # threads beyond the datasets' slots, for descriptions (which stat and reopen the .idx)
 HISTOGRAM_BINS = 64
 ROBUST_QUANTILES = (0.005, 0.995)  # the default colour range: these quantiles of the block statistics
 VIEWER_DIR = Path(__file__).with_name("viewer")
@@ -77,7 +78,9 @@ class ServedDataset:
         self.folder = os.path.dirname(self.path)
         self.verify = verify
         self._lock = threading.Lock()
-        self._slots = threading.BoundedSemaphore(HANDLES_PER_DATASET)
+        # Requests of this dataset that may hold a handle at once; taken in the event loop before a
+        # request goes to the thread pool, so that a stuck dataset cannot fill the pool.
+        self.slots = asyncio.Semaphore(HANDLES_PER_DATASET)
         self._gen: _Generation | None = None
         self.current()  # fails now, not at the first request, if the dataset does not open
 
@@ -98,22 +101,21 @@ class ServedDataset:
 
     @contextlib.contextmanager
     def handle(self) -> Iterator[hzio.Dataset]:
-        """Local. Borrow an open handle of the current generation (at most HANDLES_PER_DATASET at once)."""
-        with self._slots:
-            gen = self.current()
+        """Local. Borrow an open handle of the current generation (one per request holding a slot)."""
+        gen = self.current()
+        with self._lock:
+            ds = gen.idle.pop() if gen.idle else None
+        if ds is None:
+            ds = hzio.open(self.path, verify=self.verify)
+        try:
+            yield ds
+        finally:
             with self._lock:
-                ds = gen.idle.pop() if gen.idle else None
-            if ds is None:
-                ds = hzio.open(self.path, verify=self.verify)
-            try:
-                yield ds
-            finally:
-                with self._lock:
-                    keep = self._gen is gen
-                    if keep:
-                        gen.idle.append(ds)
-                if not keep:
-                    ds.close()
+                keep = self._gen is gen
+                if keep:
+                    gen.idle.append(ds)
+            if not keep:
+                ds.close()
 
     def _describe(self, ds: hzio.Dataset) -> dict[str, Any]:
         shape3 = (1,) * (3 - ds.ndim) + tuple(ds.shape)
@@ -212,6 +214,8 @@ def _component_of(f: dict[str, Any], query: Any) -> int | None:
     """The component asked for (None: the magnitude) of a vector field; 0 for a scalar one."""
     text = query.get("component", "0")
     if f["components"] == 1:
+        if text != "0":
+            raise BadRequest(400, f"field {f['name']!r} is a scalar: component must be 0, not {text[:20]!r}")
         return 0
     if text == "magnitude":
         return None
@@ -329,30 +333,47 @@ def block_statistics(sd: ServedDataset, query: Any) -> dict[str, Any]:
         a, z, c = lo[spread, None], hi[spread, None], counts[spread, None]
         overlap = np.clip(np.minimum(z, edges[None, 1:]) - np.maximum(a, edges[None, :-1]), 0, None)
         hist += (overlap / (z - a) * c).sum(axis=0)
-    cdf = np.cumsum(hist) / hist.sum()
-
-    def quantile(q: float) -> float:
-        i = int(np.searchsorted(cdf, q))
-        i = min(i, len(hist) - 1)
-        below = cdf[i - 1] if i > 0 else 0.0
-        share = (q - below) / (cdf[i] - below) if cdf[i] > below else 0.0
-        return float(edges[i] + share * (edges[i + 1] - edges[i]))
-
-    robust = [quantile(ROBUST_QUANTILES[0]), quantile(ROBUST_QUANTILES[1])] if vmax > vmin else [vmin, vmax]
+    robust = [_spread_quantile(lo, hi, counts, q) for q in ROBUST_QUANTILES]
     result.update({"min": vmin, "max": vmax, "robust": robust,
                    "histogram": {"edges": edges.tolist(), "counts": hist.tolist()}})
     return result
 
 
+def _spread_quantile(lo: np.ndarray, hi: np.ndarray, counts: np.ndarray, q: float) -> float:
+    """The q-quantile of samples spread evenly over [lo, hi] per block (all at lo where hi == lo).
+
+    The distribution function is piecewise linear between the blocks' bounds, with steps at point
+    blocks: one sweep over the sorted bounds gives it exactly, however far an outlier lies.
+    """
+    xs = np.unique(np.concatenate([lo, hi]))
+    spread = hi > lo
+    slope_change = np.zeros(len(xs))
+    np.add.at(slope_change, np.searchsorted(xs, lo[spread]), counts[spread] / (hi[spread] - lo[spread]))
+    np.add.at(slope_change, np.searchsorted(xs, hi[spread]), -counts[spread] / (hi[spread] - lo[spread]))
+    jump = np.zeros(len(xs))
+    np.add.at(jump, np.searchsorted(xs, lo[~spread]), counts[~spread])
+    slope = np.cumsum(slope_change)  # on the segment from xs[k] to xs[k + 1]
+    segment = slope[:-1] * np.diff(xs)
+    right = np.cumsum(jump + np.concatenate([[0.0], segment]))  # the function just after xs[k]
+    target = q * counts.sum()
+    k = min(int(np.searchsorted(right, target)), len(xs) - 1)
+    if k > 0 and right[k] - jump[k] >= target and slope[k - 1] > 0:  # reached on the segment before xs[k]
+        return float(min(xs[k], xs[k - 1] + (target - right[k - 1]) / slope[k - 1]))
+    return float(xs[k])
+
+
 def dataset_keys(paths: list[str]) -> list[tuple[str, str]]:
     """Local. A URL name for each .idx path: its stem, made unique with -2, -3..."""
-    seen: dict[str, int] = {}
+    taken: set[str] = set()
     out = []
     for p in paths:
         stem = Path(p).stem or "dataset"
-        n = seen.get(stem, 0) + 1
-        seen[stem] = n
-        out.append((stem if n == 1 else f"{stem}-{n}", p))
+        key, n = stem, 1
+        while key in taken:  # also past stems that look numbered themselves (x, x-2 and another x)
+            n += 1
+            key = f"{stem}-{n}"
+        taken.add(key)
+        out.append((key, p))
     return out
 
 
@@ -364,7 +385,10 @@ def make_app(paths: list[str], *, verify: bool = True) -> Any:
     except ImportError as e:  # pragma: no cover - the test environment has aiohttp
         raise ImportError("hzio serve needs aiohttp: pip install 'hzio[serve]' (or aiohttp)") from e
     datasets = {key: ServedDataset(key, p, verify) for key, p in dataset_keys(paths)}
-    pool = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="hzio-serve")
+    # Enough threads for every dataset's slots and a few for descriptions: a dataset whose reads are
+    # stuck (a hung disk) holds its own slots' threads, never another dataset's.
+    pool = ThreadPoolExecutor(max_workers=HANDLES_PER_DATASET * len(datasets) + SPARE_THREADS,
+                              thread_name_prefix="hzio-serve")
     viewer_files = {p.name for p in VIEWER_DIR.iterdir() if p.is_file()} if VIEWER_DIR.is_dir() else set()
     content_types = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
 
@@ -373,6 +397,10 @@ def make_app(paths: list[str], *, verify: bool = True) -> Any:
 
     async def in_pool(fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
+
+    async def with_handle(sd: ServedDataset, fn: Any, *args: Any) -> Any:
+        async with sd.slots:
+            return await in_pool(fn, sd, *args)
 
     def dataset_of(request: Any) -> ServedDataset:
         sd = datasets.get(request.match_info["name"])
@@ -386,6 +414,10 @@ def make_app(paths: list[str], *, verify: bool = True) -> Any:
             return await handler(request)
         except BadRequest as e:
             return error(e.status, str(e))
+        except web.HTTPException as e:  # no route, or a method other than GET and HEAD
+            if e.status < 400:
+                raise
+            return error(e.status, f"{e.reason}: {request.method} {request.path[:200]}")
         except NotFoundError as e:
             return error(404, str(e))
         except InvalidArgumentError as e:
@@ -415,15 +447,15 @@ def make_app(paths: list[str], *, verify: bool = True) -> Any:
         return web.json_response(await in_pool(dataset_of(request).info))
 
     async def slice_(request: Any) -> Any:
-        body = await in_pool(read_slice, dataset_of(request), request.query)
+        body = await with_handle(dataset_of(request), read_slice, request.query)
         return web.Response(body=body, content_type="application/octet-stream", headers={"Cache-Control": "no-store"})
 
     async def stats(request: Any) -> Any:
-        return web.json_response(await in_pool(block_statistics, dataset_of(request), request.query))
+        return web.json_response(await with_handle(dataset_of(request), block_statistics, request.query))
 
     async def files(request: Any) -> Any:
         sd = dataset_of(request)
-        real = await in_pool(sd.file_path, request.match_info["path"])
+        real = await with_handle(sd, ServedDataset.file_path, request.match_info["path"])
         if real is None:
             raise BadRequest(404, f"dataset {sd.key!r} has no file {request.match_info['path'][:200]!r}")
         return web.FileResponse(real, headers={"Cache-Control": "no-cache"})

@@ -132,10 +132,24 @@ function effectiveRange() {
 
 // ------------------------------------------------------------------------------------------ drawing
 function colourLayer(layer) {
-  const [lo, hi] = effectiveRange();
+  let [lo, hi] = effectiveRange();
+  if (lo === null || hi === null) [lo, hi] = ownRange(layer.values); // until the statistics arrive
   const image = new ImageData(layer.width, layer.height);
-  if (lo !== null && hi !== null) colorize(layer.values, image.data, table, lo, hi, state.scale === "log");
+  colorize(layer.values, image.data, table, lo, hi, state.scale === "log");
   layer.canvas.getContext("2d").putImageData(image, 0, 0);
+}
+
+// The finite range of an array, for a first paint that comes before the block statistics.
+function ownRange(values) {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const v of values) {
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  if (!(lo <= hi)) return [0, 1];
+  if (state.scale === "log" && !(lo > 0)) lo = hi * 1e-6;
+  return lo === hi ? [lo, lo + 1] : [lo, hi];
 }
 
 function draw() {
