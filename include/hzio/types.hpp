@@ -78,6 +78,10 @@ struct ReadReport {
   int64_t blocks_missing = 0;  // needed blocks absent from the dataset (read as the default value)
   int64_t bytes_read = 0;      // payload and header bytes read from disk
   int64_t min_bytes = 0;       // stored payload bytes of the blocks the read needed
+  // A dataset on a web server: the requests its storage sent while the read ran (header tables,
+  // sidecars, blocks, retries) and the body bytes they brought (read-ahead included); 0 for local files.
+  int64_t requests = 0;
+  int64_t bytes_received = 0;
   std::string method = "independent";
   // How samples reached the output: "blocks" (each block placed in turn) or "windows" (large reads of
   // blocks held in memory, assembled window by window; docs/design/read-path.md "Windows").

@@ -104,10 +104,13 @@ void bind_reports(nb::module_& m) {
       .def_ro("blocks_missing", &ReadReport::blocks_missing, "Needed blocks absent (read as the default value).")
       .def_ro("bytes_read", &ReadReport::bytes_read, "Payload and header bytes read from disk.")
       .def_ro("min_bytes", &ReadReport::min_bytes, "Stored payload bytes of the blocks the read needed.")
+      .def_ro("requests", &ReadReport::requests, "Requests sent to a remote dataset's server (0 for local files).")
+      .def_ro("bytes_received", &ReadReport::bytes_received, "Body bytes those requests brought back.")
       .def_ro("method", &ReadReport::method, "independent or two-phase.")
       .def_ro("assembly", &ReadReport::assembly, "blocks or windows.");
   def_repr(read, "ReadReport",
-           {"files_opened", "blocks_read", "blocks_missing", "bytes_read", "min_bytes", "method", "assembly"});
+           {"files_opened", "blocks_read", "blocks_missing", "bytes_read", "min_bytes", "requests", "bytes_received",
+            "method", "assembly"});
 
   nb::class_<PhaseTimes> phases(m, "PhaseTimes", "Seconds per phase of a write (max or mean over ranks).");
   phases.def_ro("restructure", &PhaseTimes::restructure)

@@ -133,5 +133,7 @@ def read(args):
     np.save(output, array)
     if not args.quiet:
         print(f"wrote {output}: {array.dtype} array of shape {tuple(array.shape)} (level {level})")
-        print("read: " + ", ".join(f"{k} {report.get(k, '?')}" for k in ("files_opened", "blocks_read", "bytes_read")))
+        keys = ("files_opened", "blocks_read", "bytes_read") + (("requests", "bytes_received") if report.get("requests")
+                                                                else ())
+        print("read: " + ", ".join(f"{k} {report.get(k, '?')}" for k in keys))
     return 0

@@ -9,7 +9,7 @@ Examples
 --------
 >>> import hzio
 >>> rep = hzio.ReadReport(files_opened=1, blocks_read=2, blocks_missing=0, bytes_read=4136, min_bytes=4096,
-...                       method="independent", assembly="blocks")
+...                       requests=0, bytes_received=0, method="independent", assembly="blocks")
 >>> rep.blocks_read, rep["blocks_read"], sorted(rep)[:2]
 (2, 2, ['assembly', 'blocks_missing'])
 """
@@ -61,6 +61,10 @@ class ReadReport(_Result):
     blocks_missing: int  #: needed blocks absent from the dataset (read as the field's default value)
     bytes_read: int  #: payload and header bytes read from disk
     min_bytes: int  #: stored payload bytes of the blocks the read needed
+    #: a dataset on a web server: requests sent while the read ran (header tables, sidecars, blocks,
+    #: retries) and the body bytes they brought (read-ahead included); 0 for local files
+    requests: int
+    bytes_received: int
     method: str  #: ``"independent"`` or ``"two-phase"``
     assembly: str  #: ``"blocks"`` (each block placed in turn) or ``"windows"``
 

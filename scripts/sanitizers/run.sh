@@ -13,7 +13,7 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:detect_stack_use_after_retu
 export LSAN_OPTIONS="suppressions=$PWD/$here/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHZIO_SANITIZE=address,undefined \
-  -DHZIO_WITH_MPI=ON -DHZIO_BUILD_TESTS=ON >/dev/null
+  -DHZIO_WITH_MPI=ON -DHZIO_BUILD_TESTS=ON -DHZIO_TEST_PYTHON="$PWD/.venv/bin/python" >/dev/null
 cmake --build build/sanitize -j2
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 ctest --test-dir build/sanitize -j2 --output-on-failure --timeout 900

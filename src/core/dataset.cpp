@@ -353,7 +353,7 @@ Status Dataset::read_box(const Box& box, int level, std::string_view field, int6
     return invalid_argument("read output needs " + std::to_string(want) + " bytes, got " + std::to_string(out_bytes));
   }
   ReadReport local;
-  return impl_->consistent([&] {
+  return impl_->consistent_counted(report, [&] {
     if (report) *report = ReadReport{};
     return impl_->read_box(box, level < 0 ? max_level() : level, 0, f, time, static_cast<std::byte*>(out),
                            report ? report : &local, nullptr, true);
@@ -372,6 +372,17 @@ Result<core::IdxVersion> Dataset::Impl::start_read() {
 
 bool Dataset::Impl::read_unchanged(const core::IdxVersion& version) const {
   return core::idx_unchanged(*storage_, path_, version);
+}
+
+Status Dataset::Impl::consistent_counted(ReadReport* report, const std::function<Status()>& op) {
+  const io::Storage::Traffic before = storage_->traffic();
+  Status s = consistent(op);
+  if (report) {
+    const io::Storage::Traffic after = storage_->traffic();
+    report->requests += after.requests - before.requests;
+    report->bytes_received += after.bytes - before.bytes;
+  }
+  return s;
 }
 
 Status Dataset::Impl::consistent(const std::function<Status()>& op) {

@@ -68,6 +68,9 @@ class Dataset::Impl {
   // and `op` runs again when one publishes while it runs. Errors: those of `op`; kIo when a commit holds
   // its marker too long, or commits keep publishing during every attempt.
   Status consistent(const std::function<Status()>& op);
+  // consistent(op), then adds to `report` (when given) the requests and bytes the storage exchanged
+  // meanwhile (ReadReport::requests, bytes_received), after `op` has filled it.
+  Status consistent_counted(ReadReport* report, const std::function<Status()>& op);
   // The two halves of consistent(): wait for a commit holding its marker, open the files afresh if one
   // published since the last read, and return the .idx's version; then whether it is still that version.
   Result<core::IdxVersion> start_read();

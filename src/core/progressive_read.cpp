@@ -120,7 +120,7 @@ Status ProgressiveRead::next(void* out_void, size_t out_bytes, ReadReport* repor
   }
   ReadReport local;
   // Each step sees one state of the dataset; a commit between steps may change what later steps read.
-  HZIO_RETURN_IF_ERROR(s.ds->consistent([&] {
+  HZIO_RETURN_IF_ERROR(s.ds->consistent_counted(report, [&] {
     if (report) *report = ReadReport{};
     return s.ds->read_box(s.box, level, min_level, s.field, s.time, out, report ? report : &local, &s.keep);
   }));

@@ -259,7 +259,8 @@ Status Dataset::query(const Box& box, int level, std::string_view field, int64_t
   if (!(lo <= hi))
     return invalid_argument("query range [" + std::to_string(lo) + ", " + std::to_string(hi) + "] is empty");
   HZIO_RETURN_IF_ERROR(d.flush_dirty());
-  return d.consistent([&] { return d.query_blocks(box, level, f, time, lo, hi, component, want_mask, grid, result); });
+  return d.consistent_counted(
+      &result->report, [&] { return d.query_blocks(box, level, f, time, lo, hi, component, want_mask, grid, result); });
 }
 
 }  // namespace hzio

@@ -51,6 +51,7 @@ class HttpStorage final : public Storage, public std::enable_shared_from_this<Ht
   Result<PathKind> path_kind(const std::string& path) const override;
   Result<std::array<uint64_t, 5>> identity(const std::string& path) const override;
   Result<std::vector<std::string>> list_files(const std::string& dir, int max_depth) const override;
+  Traffic traffic() const override { return {requests_.load(), bytes_.load()}; }
 
   // What one request brought back.
   struct Answer {

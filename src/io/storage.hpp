@@ -76,6 +76,11 @@ class Storage {
   virtual Result<std::array<uint64_t, 5>> identity(const std::string& path) const = 0;
   // Every entry below `dir` that is not a folder, at most `max_depth` folder levels down. Errors: kIo.
   virtual Result<std::vector<std::string>> list_files(const std::string& dir, int max_depth) const = 0;
+  // Requests sent and body bytes received so far (remote storage; local storage sends none). Thread-safe.
+  struct Traffic {
+    int64_t requests = 0, bytes = 0;
+  };
+  virtual Traffic traffic() const { return {}; }
 };
 
 // Local. The local file system (shared, stateless).

@@ -1,4 +1,6 @@
-/* Exercises include/hzio/hzio.h from C: create, write, coarse and full reads, and error reporting. */
+/* Exercises include/hzio/hzio.h from C: create, write, coarse and full reads, and error reporting.
+   Usage: c_api_test [PATH [URL]]: writes PATH.idx; with URL (the same dataset served over HTTP, as
+   tests/c_api/serve_and_run.py does), also reads it remotely. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +75,30 @@ int main(int argc, char** argv) {
   CHECK(strstr(hzio_last_error(), "nope") != NULL);
   CHECK(hzio_dataset_close(ds) == HZIO_OK);
   CHECK(hzio_dataset_open("/nonexistent/x.idx", 0, &ds) == HZIO_ENOTFOUND);
+
+  if (argc > 2) { /* the same dataset over HTTP: full and coarse reads equal the source; read-only */
+    const char* url = argv[2];
+    CHECK(hzio_dataset_open(url, 0, &ds) == HZIO_OK);
+    memset(back, 0, sizeof back);
+    CHECK(hzio_dataset_read_box(ds, lo, hi, -1, "temperature", 0, back, sizeof back) == HZIO_OK);
+    CHECK(memcmp(back, data, sizeof data) == 0);
+    float* remote = malloc(n * sizeof(float));
+    CHECK(hzio_dataset_read_box(ds, lo, hi, max_level - 3, "temperature", 0, remote, n * sizeof(float)) == HZIO_OK);
+    ok = 1;
+    for (int64_t z = 0; z < count[2]; ++z)
+      for (int64_t y = 0; y < count[1]; ++y)
+        for (int64_t x = 0; x < count[0]; ++x)
+          ok &= remote[(z * count[1] + y) * count[0] + x] ==
+                data[origin[2] + z * spacing[2]][origin[1] + y * spacing[1]][origin[0] + x * spacing[0]];
+    CHECK(ok);
+    free(remote);
+    CHECK(hzio_dataset_close(ds) == HZIO_OK);
+    CHECK(hzio_dataset_open(url, 1, &ds) == HZIO_EINVAL);
+    CHECK(strstr(hzio_last_error(), "read-only") != NULL);
+    char missing[4200];
+    snprintf(missing, sizeof missing, "%s.missing.idx", url);
+    CHECK(hzio_dataset_open(missing, 0, &ds) == HZIO_ENOTFOUND);
+  }
 
   /* A flipped bit of the raw "flag" block, which ends the one data file: reads fail on its checksum,
      unless the open skips the checks. */

@@ -66,6 +66,24 @@ def test_a_coarse_preview_costs_at_most_three_requests_after_the_idx(served):
             coarse = ds.read(field="temp", level=3)
             assert coarse.size > 1
             assert len(server.requests) - after_idx <= 3, server.requests
+            # The read report counts the requests the server saw, and the bytes it sent for them.
+            report = ds.last_read_report
+            assert report.requests == len(server.requests) - after_idx
+            sent = sum(_range_length(r[2], (root / r[1].lstrip("/")).stat().st_size)
+                       for r in server.requests[after_idx:])
+            assert report.bytes_received == sent
+            before = len(server.requests)
+            ds.read(field="temp", time=1)
+            assert ds.last_read_report.requests == len(server.requests) - before > 0
+    with hzio.open(served[1]) as local:
+        local.read(field="temp", level=3)
+        assert local.last_read_report.requests == local.last_read_report.bytes_received == 0
+
+
+def _range_length(header, file_size):
+    """Bytes a request for ``Range: bytes=a-b`` of a file of ``file_size`` bytes gets."""
+    first, last = header.removeprefix("bytes=").split("-")
+    return min(int(last), file_size - 1) - int(first) + 1
 
 
 def test_blocks_are_asked_for_at_once_and_neighbours_together(served):
