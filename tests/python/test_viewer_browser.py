@@ -229,6 +229,22 @@ def test_view_state_round_trips_through_the_url(page, browser, server):
     again.context.close()
 
 
+def test_play_steps_through_the_timesteps_and_pauses(page, server):
+    """Play shows each timestep refined, in order, wrapping around; pause stops on the one shown."""
+    open_viewer(page, server, ds="flow", range="manual", lo=2, hi=7)
+    page.click("#play")
+    assert page.locator("#play").inner_text() == "pause"
+    for t in (1, 2, 0, 1):
+        page.wait_for_function(f"window.hzioViewer.state.time === {t}", timeout=TIMEOUT_MS)
+    page.click("#play")
+    assert page.locator("#play").inner_text() == "play"
+    settle(page)
+    stopped = viewer_state(page)["time"]
+    page.wait_for_timeout(1000)  # more than two steps of play
+    assert viewer_state(page)["time"] == stopped
+    check_pixels(page, source(stopped)[0][SHAPE[0] // 2])
+
+
 def test_log_scale(page, server):
     open_viewer(page, server, ds="flow", scale="log", range="manual", lo=2.5, hi=8, cmap="coolwarm")
     check_pixels(page, source(0)[0][SHAPE[0] // 2], log=True)
