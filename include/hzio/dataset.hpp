@@ -76,11 +76,34 @@ struct BlockInfo {
   std::vector<double> min, max;  // per component
 };
 
+// Local, thread-safe. Memory from the cache that ReadBuffer uses (below): `bytes` uninitialized bytes,
+// given back with read_memory_free and the same `bytes`. Throws std::bad_alloc.
+void* read_memory_allocate(size_t bytes);
+void read_memory_free(void* data, size_t bytes) noexcept;
+
+// An allocator over read_memory_allocate, for large results held in standard containers
+// (QueryResult::mask): a result as large as an earlier one that was freed reuses its memory, without
+// the kernel's page faults and zeroing of fresh memory, which cost more than filling it.
+template <class T>
+struct ReadAllocator {
+  using value_type = T;
+  ReadAllocator() = default;
+  template <class U>
+  ReadAllocator(const ReadAllocator<U>&) noexcept {}
+  T* allocate(size_t n) { return static_cast<T*>(read_memory_allocate(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) noexcept { read_memory_free(p, n * sizeof(T)); }
+  template <class U>
+  bool operator==(const ReadAllocator<U>&) const noexcept {
+    return true;
+  }
+};
+
 // The answer of a value-range query: matching samples of a box at a level, in C order ([z][y][x]).
 struct QueryResult {
   std::vector<int64_t> points;    // x-first triples (absolute sample coordinates)
   std::vector<std::byte> values;  // one sample (all components) per point
-  std::vector<uint8_t> mask;      // with want_mask: 1 per grid sample of the box at the level
+  // With want_mask: 0 or 1 per grid sample of the box at the level.
+  std::vector<uint8_t, ReadAllocator<uint8_t>> mask;
   ReadReport report;
   int64_t blocks_skipped = 0;  // candidate blocks ruled out by their statistics, unread
 };

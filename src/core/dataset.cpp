@@ -423,6 +423,9 @@ bool Dataset::closed() const { return impl_->closed_; }
 
 const WriteReport& Dataset::last_write_report() const { return impl_->last_write_report_; }
 
+void* read_memory_allocate(size_t bytes) { return util::large_allocate(bytes); }
+void read_memory_free(void* data, size_t bytes) noexcept { util::large_free(static_cast<std::byte*>(data), bytes); }
+
 struct ReadBuffer::Impl {
   util::LargeBuffer memory;
 };

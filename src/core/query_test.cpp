@@ -182,7 +182,7 @@ class Query : public ::testing::Test {
 
     QueryResult m;
     ASSERT_TRUE(ds_->query(box, level, field, 0, lo, hi, 0, true, &m).is_ok());
-    EXPECT_EQ(m.mask, mask);
+    EXPECT_EQ(std::vector<uint8_t>(m.mask.begin(), m.mask.end()), mask);
     EXPECT_TRUE(m.points.empty());
     EXPECT_EQ(m.blocks_skipped, skipped);
     skipped_ += skipped;

@@ -119,6 +119,20 @@ void LargeBuffer::reset(size_t bytes) {
   size_ = bytes;
 }
 
+std::byte* large_allocate(size_t bytes) {
+  size_t capacity = 0;
+  return allocate(bytes, capacity);
+}
+
+void large_free(std::byte* data, size_t bytes) noexcept {
+  if (!data) return;
+  const size_t capacity = bytes < kHugePage ? bytes : (bytes + kHugePage - 1) & ~(kHugePage - 1);  // as allocate()
+  if (mapped(capacity))
+    MappingCache::get().give(data, capacity);
+  else
+    ::operator delete(data, kSmallAlign);
+}
+
 void LargeBuffer::release() noexcept {
   if (data_ && mapped(capacity_))
     MappingCache::get().give(data_, capacity_);

@@ -41,4 +41,10 @@ class LargeBuffer {
   size_t capacity_ = 0;  // bytes mapped or allocated
 };
 
+// Local, thread-safe. A LargeBuffer's memory without the object, for allocators of standard containers:
+// `bytes` uninitialized bytes (nullptr for 0), given back with large_free and the same `bytes`.
+// Throws std::bad_alloc.
+std::byte* large_allocate(size_t bytes);
+void large_free(std::byte* data, size_t bytes) noexcept;
+
 }  // namespace hzio::util

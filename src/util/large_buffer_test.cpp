@@ -42,5 +42,25 @@ TEST(LargeBuffer, AReleasedMappingIsHandedOutAgainWithoutNewPageFaults) {
   EXPECT_GE(minor_faults() - fresh, 48);
 }
 
+TEST(LargeBuffer, MemoryOfAnAllocatorIsReusedLikeABuffers) {
+  const size_t bytes = size_t{24} << 20;
+  std::byte* first = large_allocate(bytes);
+  ASSERT_NE(first, nullptr);
+  std::memset(first, 1, bytes);
+  large_free(first, bytes);
+  std::byte* again = large_allocate(bytes);  // what a query's mask gets the next time: the same pages
+  EXPECT_EQ(again, first);
+  const long before = minor_faults();
+  std::memset(again, 0, bytes);
+  EXPECT_LT(minor_faults() - before, 4);
+  large_free(again, bytes);
+  std::byte* small = large_allocate(100);  // from the heap, aligned as a LargeBuffer's
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small) % 4096, 0u);
+  large_free(small, 100);
+  EXPECT_EQ(large_allocate(0), nullptr);
+  large_free(nullptr, 0);
+}
+
 }  // namespace
 }  // namespace hzio::util
