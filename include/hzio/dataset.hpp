@@ -170,6 +170,9 @@ class Dataset {
   Result<FileCensus> file_census(int64_t time, size_t list_missing) const;
   // Local. The first block of every data file (each names one file per timestep), ascending.
   std::vector<int64_t> file_first_blocks() const;
+  // Local. The path (a URL for a dataset on a web server) of the data file that holds `block` at `time`,
+  // whether or not it exists. Errors: kNotFound (time), kInvalidArgument (block out of range).
+  Result<std::string> data_file_path(int64_t time, int64_t block) const;
   // Local. Computes the statistics of every block of one data file (all fields) and writes its
   // .hzstats sidecar atomically, replacing any older one; the data file is not modified. A missing data
   // file is skipped. sub_block_bits: 2^N parts per block, or kDatasetSubBlockBits: the sub-block bits of the .idx's

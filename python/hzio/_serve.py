@@ -31,6 +31,7 @@ import json
 import math
 import os
 import queue
+import stat
 import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -46,6 +47,10 @@ import hzio
 from .errors import Error, InvalidArgumentError, NotFoundError
 
 MAX_SLICE_SAMPLES = 4096 * 4096  # one slice response at most (a 64 MiB float32 array)
+MAX_SLICE_READ_BYTES = 256 << 20  # what a slice may read (samples x components x sample size)
+MAX_LISTED_FILES = 1 << 20  # data files (timesteps x files) listed for datasets whose files lie beside the .idx
+DESCRIBE_SECONDS = 10.0  # /api/datasets waits this long for each dataset, then lists it with an error
+STATS_CACHED = 256  # block_statistics answers kept per .idx version
 HANDLES_PER_DATASET = 4  # requests of one dataset that read at once, each on its own open handle
 SPARE_THREADS = 8  # threads beyond the datasets' slots, for descriptions (which stat and reopen the .idx)
 HISTOGRAM_BINS = 64
@@ -66,7 +71,13 @@ class _Generation:
     identity: tuple[int, int, int, int]
     info: dict[str, Any]
     idle: list[hzio.Dataset] = field(default_factory=list)
-    files: set[str] | None = None  # real paths of the data files and sidecars, computed when first asked
+    # Which files /files serves besides the .idx (computed at the first request for one): the data files
+    # of every listed timestep, existing or not yet, and their sidecars; or, for datasets that list
+    # more than MAX_LISTED_FILES of them, every regular file below `data_root`, a folder inside the
+    # .idx's that holds them all (the usual NAME/ folder).
+    files: set[str] | None = None
+    data_root: str | None = None
+    stats: dict[tuple[str, int, str], dict[str, Any]] = field(default_factory=dict)  # block_statistics answers
 
 
 class ServedDataset:
@@ -93,18 +104,41 @@ class ServedDataset:
         ds = hzio.open(self.path, verify=self.verify)
         gen = _Generation(identity, self._describe(ds), [ds])
         with self._lock:
-            old, self._gen = self._gen, gen
-        if old is not None:
-            for h in old.idle:
-                h.close()
+            if self._gen is not None and self._gen.identity == identity:  # another request got here first
+                closing, gen = [ds], self._gen
+            else:
+                old, self._gen = self._gen, gen
+                closing = old.idle if old is not None else []
+                if old is not None:
+                    old.idle = []  # handles in use are closed by their borrowers (handle())
+        for h in closing:
+            h.close()
         return gen
+
+    def _file_rule(self, ds: hzio.Dataset) -> tuple[set[str], str | None]:
+        """The files of a generation (see _Generation.files). The data root, for datasets with too many
+        files to list, is the common folder of the first and last file of the first and last timestep
+        (the templates number files and timesteps in order), if it lies below the .idx's folder."""
+        core = ds._core
+        firsts = list(core.file_first_blocks)
+        times = [int(t) for t in ds.times]
+        if not times or not firsts:
+            return set(), None
+        inside = lambda f: os.path.commonpath([f, self.folder]) == self.folder  # noqa: E731
+        if len(times) * len(firsts) > MAX_LISTED_FILES:
+            corners = {os.path.dirname(os.path.realpath(core.data_file_path(t, b)))
+                       for t in {times[0], times[-1]} for b in {firsts[0], firsts[-1]}}
+            root = os.path.commonpath(sorted(corners))
+            return set(), root if root != self.folder and inside(root) else None
+        files = {os.path.realpath(core.data_file_path(t, b)) for t in times for b in firsts}
+        return {f for f in files | {f + ".hzstats" for f in files} if inside(f)}, None
 
     @contextlib.contextmanager
     def handle(self) -> Iterator[hzio.Dataset]:
         """Local. Borrow an open handle of the current generation (one per request holding a slot)."""
         gen = self.current()
         with self._lock:
-            ds = gen.idle.pop() if gen.idle else None
+            ds = gen.idle.pop() if gen.idle and self._gen is gen else None
         if ds is None:
             ds = hzio.open(self.path, verify=self.verify)
         try:
@@ -149,18 +183,21 @@ class ServedDataset:
         real = os.path.realpath(os.path.join(self.folder, relative))
         if os.path.commonpath([real, self.folder]) != self.folder:
             return None
+        try:
+            if not stat.S_ISREG(os.stat(real).st_mode):  # a folder, a FIFO or a device is never served
+                return None
+        except OSError:
+            return None
         if real == self.path:
             return real
         gen = self.current()
         if gen.files is None:
-            files: set[str] = set()
             with self.handle() as ds:
-                for f in ds.fields:
-                    for t in ds.times:
-                        for name in set(ds.blocks(f, time=t, existing_files_only=True)["file"]):
-                            files.add(os.path.realpath(str(name)))
-            files |= {f + ".hzstats" for f in files}
-            gen.files = {f for f in files if os.path.commonpath([f, self.folder]) == self.folder}
+                files, root = self._file_rule(ds)
+            with self._lock:
+                gen.files, gen.data_root = files, root
+        if gen.data_root is not None:
+            return real if os.path.commonpath([real, gen.data_root]) == gen.data_root else None
         return real if real in gen.files else None
 
 
@@ -212,7 +249,7 @@ def _time_of(info: dict[str, Any], query: Any) -> int:
 
 def _component_of(f: dict[str, Any], query: Any) -> int | None:
     """The component asked for (None: the magnitude) of a vector field; 0 for a scalar one."""
-    text = query.get("component", "0")
+    text = query.get("component", "0" if f["components"] == 1 else "magnitude")
     if f["components"] == 1:
         if text != "0":
             raise BadRequest(400, f"field {f['name']!r} is a scalar: component must be 0, not {text[:20]!r}")
@@ -249,27 +286,34 @@ def read_slice(sd: ServedDataset, query: Any) -> bytes:
     plane = index - (index % spacing[a])
     if plane < lo3[a]:
         plane += spacing[a]
+    if plane >= hi3[a]:  # a coarse level of a dataset that does not start at 0 may hold no plane at all
+        plane = None
     box_lo, box_hi = list(lo3), list(hi3)
-    box_lo[a], box_hi[a] = plane, plane + 1
+    box_lo[a], box_hi[a] = (plane, plane + 1) if plane is not None else (lo3[a], lo3[a])
     for ax, (p0, p1) in ((col_axis, ("u0", "u1")), (row_axis, ("v0", "v1"))):
         box_lo[ax] = min(max(_int_arg(query, p0, lo3[ax]), lo3[ax]), hi3[ax])
         box_hi[ax] = min(max(_int_arg(query, p1, hi3[ax]), box_lo[ax]), hi3[ax])
     box = (tuple(box_lo[3 - info["ndim"]:]), tuple(box_hi[3 - info["ndim"]:]))
-    with sd.handle() as ds:
-        counts = ds.level_shape(level, box)
-        if math.prod(counts) > MAX_SLICE_SAMPLES:
-            raise BadRequest(413, f"the slice holds {math.prod(counts)} samples at level {level}; at most "
-                                  f"{MAX_SLICE_SAMPLES} per request: ask for a coarser level or a smaller box")
-        values = ds.read(box, level=level, field=f["name"], time=time) if math.prod(counts) else None
-    counts3 = (1,) * (3 - info["ndim"]) + tuple(counts)
     scalar, _ = _split_dtype(f["dtype"])
+    with sd.handle() as ds:
+        counts = ds.level_shape(level, box) if plane is not None else (0,) * info["ndim"]
+        samples = math.prod(counts)
+        if samples > MAX_SLICE_SAMPLES or samples * f["components"] * np.dtype(scalar).itemsize > MAX_SLICE_READ_BYTES:
+            raise BadRequest(413, f"the slice holds {samples} samples of {f['dtype']} at level {level}; at most "
+                                  f"{MAX_SLICE_SAMPLES} samples and {MAX_SLICE_READ_BYTES >> 20} MiB per request: "
+                                  "ask for a coarser level or a smaller box")
+        values = ds.read(box, level=level, field=f["name"], time=time) if samples else None
+    counts3 = (1,) * (3 - info["ndim"]) + tuple(counts)
     out_dtype = np.dtype("<f8") if np.dtype(scalar).itemsize == 8 else np.dtype("<f4")
     if values is None:
         plane2d = np.zeros((counts3[row_axis], counts3[col_axis]), out_dtype)
     else:
         v = values.reshape(counts3 + ((f["components"],) if f["components"] > 1 else ()))
-        if f["components"] > 1:
-            v = np.sqrt(np.sum(v.astype(np.float64) ** 2, axis=-1)) if component is None else v[..., component]
+        if f["components"] > 1 and component is None:  # the magnitude, in the output's precision
+            w = v.astype(out_dtype, copy=False)
+            v = np.sqrt(np.einsum("...i,...i->...", w, w))
+        elif f["components"] > 1:
+            v = v[..., component]
         v = np.moveaxis(v, a, 0)[0]  # rows and columns stay in [z, y, x] order
         plane2d = np.ascontiguousarray(v, dtype=out_dtype)
 
@@ -293,10 +337,15 @@ def block_statistics(sd: ServedDataset, query: Any) -> dict[str, Any]:
     quantiles are those of that spread, which reading the samples would only sharpen. ``known`` is the
     share of the stored samples whose blocks have statistics.
     """
-    info = sd.info()
+    gen = sd.current()
+    info = gen.info
     f = _field_of(info, query)
     time = _time_of(info, query)
     component = _component_of(f, query)
+    key = (f["name"], time, "magnitude" if component is None else str(component))
+    cached = gen.stats.get(key)
+    if cached is not None:
+        return cached
     with sd.handle() as ds:
         b = ds.blocks(f["name"], time=time)
     b = b[b["present"]]
@@ -318,25 +367,42 @@ def block_statistics(sd: ServedDataset, query: Any) -> dict[str, Any]:
                               "known": float(counts.sum() / total) if total else 0.0}
     if not len(lo):
         result.update({"min": None, "max": None, "robust": None, "histogram": None})
-        return result
-    vmin, vmax = float(lo.min()), float(hi.max())
-    edges = np.linspace(vmin, vmax, HISTOGRAM_BINS + 1) if vmax > vmin else np.array([vmin, vmin])
+    else:
+        vmin, vmax = float(lo.min()), float(hi.max())
+        robust = [_spread_quantile(lo, hi, counts, q) for q in ROBUST_QUANTILES]
+        result.update({"min": vmin, "max": vmax, "robust": robust if all(map(math.isfinite, robust)) else None,
+                       "histogram": _histogram(lo, hi, counts, vmin, vmax)})
+    with sd._lock:
+        if len(gen.stats) >= STATS_CACHED:
+            gen.stats.clear()
+        gen.stats[key] = result
+    return result
+
+
+def _histogram(lo: np.ndarray, hi: np.ndarray, counts: np.ndarray, vmin: float, vmax: float) -> dict | None:
+    """HISTOGRAM_BINS bins over [vmin, vmax] of samples spread evenly over each block's [lo, hi]; None when
+    the bins' edges are not finite numbers (a range wider than the largest float)."""
+    # Steps of (vmax / n - vmin / n): no overflow where vmax - vmin would.
+    edges = vmin + (vmax / HISTOGRAM_BINS - vmin / HISTOGRAM_BINS) * np.arange(HISTOGRAM_BINS + 1)
+    edges[-1] = vmax
+    if vmax <= vmin:
+        edges = np.array([vmin, vmin])
+    if not np.all(np.isfinite(edges)):
+        return None
     hist = np.zeros(len(edges) - 1)
-    width = hi - lo
-    point = width <= 0
+    point = ~(hi > lo)
     if point.any():
         idx = np.clip(np.searchsorted(edges, lo[point], side="right") - 1, 0, len(hist) - 1)
         np.add.at(hist, idx, counts[point])
-    spread = ~point
-    if spread.any():
-        # The share of [lo, hi] in each bin, per block: overlap of the block's interval with the bin.
-        a, z, c = lo[spread, None], hi[spread, None], counts[spread, None]
+    spread = np.flatnonzero(~point)
+    for start in range(0, len(spread), 4096):  # the share of each block in each bin, a chunk of blocks at a time
+        s = spread[start:start + 4096]
+        a, z, c = lo[s, None], hi[s, None], counts[s, None]
         overlap = np.clip(np.minimum(z, edges[None, 1:]) - np.maximum(a, edges[None, :-1]), 0, None)
         hist += (overlap / (z - a) * c).sum(axis=0)
-    robust = [_spread_quantile(lo, hi, counts, q) for q in ROBUST_QUANTILES]
-    result.update({"min": vmin, "max": vmax, "robust": robust,
-                   "histogram": {"edges": edges.tolist(), "counts": hist.tolist()}})
-    return result
+    if not np.all(np.isfinite(hist)):
+        return None
+    return {"edges": edges.tolist(), "counts": hist.tolist()}
 
 
 def _spread_quantile(lo: np.ndarray, hi: np.ndarray, counts: np.ndarray, q: float) -> float:
@@ -377,9 +443,20 @@ def dataset_keys(paths: list[str]) -> list[tuple[str, str]]:
     return out
 
 
-def make_app(paths: list[str], *, verify: bool = True) -> Any:
-    """Local. The aiohttp application serving ``paths`` (.idx files). Raises hzio.Error when one does
-    not open, and ImportError (naming the package) without aiohttp."""
+LOOPBACK_NAMES = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
+def _is_loopback(host: str) -> bool:
+    return host in LOOPBACK_NAMES or host.startswith("127.")
+
+
+def make_app(paths: list[str], *, verify: bool = True, host: str = "127.0.0.1") -> Any:
+    """Local. The aiohttp application serving ``paths`` (.idx files) on ``host``. Raises hzio.Error when
+    one does not open, and ImportError (naming the package) without aiohttp.
+
+    On a loopback address, requests must name a loopback host (``Host`` header): a web page elsewhere
+    that points its own domain name at 127.0.0.1 (DNS rebinding) gets 403, not the datasets.
+    """
     try:
         from aiohttp import web
     except ImportError as e:  # pragma: no cover - the test environment has aiohttp
@@ -408,8 +485,16 @@ def make_app(paths: list[str], *, verify: bool = True) -> Any:
             raise BadRequest(404, f"no dataset named {request.match_info['name'][:80]!r} is served here")
         return sd
 
+    check_host = _is_loopback(host)
+
     @web.middleware
     async def errors(request: Any, handler: Any) -> Any:
+        if check_host:
+            name = request.host.rsplit(":", 1)[0] if not request.host.startswith("[") else \
+                request.host[:request.host.find("]") + 1]
+            if name.lower() not in LOOPBACK_NAMES and not name.startswith("127."):
+                return error(403, f"host {request.host[:100]!r} is not this server's name: it answers requests "
+                                  "for 127.0.0.1 or localhost only")
         try:
             return await handler(request)
         except BadRequest as e:
@@ -440,11 +525,25 @@ def make_app(paths: list[str], *, verify: bool = True) -> Any:
         return web.Response(body=body, content_type=content_types.get(Path(name).suffix, "application/octet-stream"),
                             headers={"Cache-Control": "no-cache"})
 
+    async def describe(sd: ServedDataset) -> Any:
+        async with sd.slots:  # a dataset whose .idx hangs takes its own slots' threads only
+            return await in_pool(sd.info)
+
     async def list_datasets(request: Any) -> Any:
-        return web.json_response([await in_pool(sd.info) for sd in datasets.values()])
+        tasks = {sd.key: asyncio.ensure_future(describe(sd)) for sd in datasets.values()}
+        await asyncio.wait(tasks.values(), timeout=DESCRIBE_SECONDS)  # the late ones go on, holding their slots
+        out = []
+        for key, task in tasks.items():
+            if not task.done():
+                out.append({"name": key, "error": f"no answer within {DESCRIBE_SECONDS:g} s"})
+            elif task.exception() is not None:
+                out.append({"name": key, "error": str(task.exception())})
+            else:
+                out.append(task.result())
+        return web.json_response(out)
 
     async def one_dataset(request: Any) -> Any:
-        return web.json_response(await in_pool(dataset_of(request).info))
+        return web.json_response(await describe(dataset_of(request)))
 
     async def slice_(request: Any) -> Any:
         body = await with_handle(dataset_of(request), read_slice, request.query)
@@ -486,7 +585,7 @@ class Server:
     def __init__(self, paths: list[str], *, host: str = "127.0.0.1", port: int = 0, verify: bool = True) -> None:
         from aiohttp import web
 
-        self._app = make_app(paths, verify=verify)
+        self._app = make_app(paths, verify=verify, host=host)
         self._loop = asyncio.new_event_loop()
         started: queue.Queue[Any] = queue.Queue()
 

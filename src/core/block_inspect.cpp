@@ -46,6 +46,16 @@ Result<Dataset::FileCensus> Dataset::file_census(int64_t time, size_t list_missi
   return out;
 }
 
+Result<std::string> Dataset::data_file_path(int64_t time, int64_t block) const {
+  int unused = 0;
+  HZIO_RETURN_IF_ERROR(impl_->check_field_time("", time, false, unused));
+  if (block < 0 || block >= impl_->idx_.total_blocks())
+    return invalid_argument("block " + std::to_string(block) + " out of range 0.." +
+                            std::to_string(impl_->idx_.total_blocks() - 1));
+  HZIO_ASSIGN_OR_RETURN(std::string path, format::data_file_path(impl_->idx_, impl_->dir_, block, time));
+  return impl_->storage_->describe(path);
+}
+
 Result<std::vector<BlockInfo>> Dataset::block_infos(std::string_view field, int64_t time, bool existing_files_only) {
   int f = 0;
   HZIO_RETURN_IF_ERROR(impl_->check_field_time(field, time, false, f));

@@ -9,7 +9,7 @@
 // Tests and benchmarks read `window.hzioViewer` and `document.body.dataset.idle` ("1" once the view is
 // drawn at the level it asked for and nothing is loading).
 
-import { colorTable, colorize } from "./colormaps.js";
+import { CONTROL_POINTS, colorTable, colorize } from "./colormaps.js";
 
 const $ = (id) => document.getElementById(id);
 const AXES = { z: [0, 1, 2], y: [1, 0, 2], x: [2, 0, 1] }; // plane, rows, columns as [z, y, x] indices
@@ -20,9 +20,10 @@ const MAX_LAYERS = 16;
 const POLL_MS = 2000; // how often the page asks whether a dataset gained timesteps
 const PLAY_MS = 400; // the least time a timestep stays on screen while playing
 const DEBOUNCE_MS = 60;
+const MAX_SAMPLES = 4096 * 4096; // the most a slice request may hold (the server's limit)
 
 const state = {
-  ds: null, field: null, component: "0", axis: "z", index: null, time: null,
+  ds: null, field: null, component: null, axis: "z", index: null, time: null,
   cmap: "viridis", scale: "linear", lo: null, hi: null, range: "auto", fix: false, follow: false,
   cu: null, cv: null, zoom: null, // view centre (column, row coordinates) and CSS pixels per sample
 };
@@ -100,14 +101,27 @@ function visibleBox() {
   return { u0: state.cu - hw, u1: state.cu + hw, v0: state.cv - hh, v1: state.cv + hh };
 }
 
-// The coarsest level whose spacing is at most `spacing` samples along every axis: along the slice's
-// axis too, so that a view at full resolution shows the plane asked for, not a neighbour that a
-// coarser level holds.
-function levelFor(spacing) {
-  for (let level = 0; level <= info.max_level; level++) {
-    if (Math.max(...info.level_spacing[level]) <= spacing) return level;
-  }
-  return info.max_level;
+function samplesAt(level, box) {
+  const [, r, c] = axes();
+  const s = info.level_spacing[level];
+  return Math.ceil((box.u1 - box.u0) / s[c]) * Math.ceil((box.v1 - box.v0) / s[r]);
+}
+
+// The level to read `box` at for a spacing of at most `spacing` samples per screen pixel: the coarsest
+// whose spacing in the slice's plane is that fine; once that is full resolution in the plane, the
+// coarsest that is full resolution along the slice's axis too, so that the plane shown is the one
+// asked for, not a neighbour that a coarser level holds. Never more samples than a request may hold.
+function levelFor(spacing, box) {
+  const [, r, c] = axes();
+  const finest = (ok) => {
+    for (let level = 0; level <= info.max_level; level++) if (ok(info.level_spacing[level])) return level;
+    return info.max_level;
+  };
+  let level = finest((s) => Math.max(s[r], s[c]) <= spacing);
+  const s = info.level_spacing[level];
+  if (Math.max(s[r], s[c]) === 1) level = Math.max(level, finest((t) => Math.max(...t) <= spacing));
+  while (level > 0 && samplesAt(level, box) > MAX_SAMPLES) level--;
+  return level;
 }
 
 function covers(layer, box) {
@@ -124,16 +138,23 @@ function clipToSlice(box) {
 }
 
 function effectiveRange() {
-  let lo = state.lo;
-  const hi = state.hi;
+  let lo = Math.min(state.lo, state.hi);
+  const hi = Math.max(state.lo, state.hi);
   if (state.scale === "log" && !(lo > 0) && hi > 0) lo = hi * 1e-6;
   return [lo, hi];
 }
 
 // ------------------------------------------------------------------------------------------ drawing
 function colourLayer(layer) {
-  let [lo, hi] = effectiveRange();
-  if (lo === null || hi === null) [lo, hi] = ownRange(layer.values); // until the statistics arrive
+  if (state.lo === null || state.hi === null) {
+    // No range yet (the statistics are late, or the blocks have none): the first array's own range,
+    // kept for every array of the slice so that they match.
+    [state.lo, state.hi] = ownRange(layer.values);
+    showRange();
+    drawHistogram();
+    for (const l of layers) if (l !== layer) colourLayer(l);
+  }
+  const [lo, hi] = effectiveRange();
   const image = new ImageData(layer.width, layer.height);
   colorize(layer.values, image.data, table, lo, hi, state.scale === "log");
   layer.canvas.getContext("2d").putImageData(image, 0, 0);
@@ -191,7 +212,9 @@ function drawHistogram() {
     g.fillRect(left, h.height - bar, Math.max(1, Math.ceil(x(edges[i + 1])) - left), bar);
   }
   g.fillStyle = "#f0c040";
-  for (const v of [state.lo, state.hi]) if (v !== null) g.fillRect(Math.round(x(v)), 0, 1, h.height);
+  if (state.lo !== null && state.hi !== null) {
+    for (const v of effectiveRange()) g.fillRect(Math.round(x(v)), 0, 1, h.height);
+  }
 }
 
 function recolour() {
@@ -240,7 +263,7 @@ async function fetchSlice(level, box, gen, key) {
   } catch (e) {
     if (e.name === "AbortError") {
       hz.aborted++;
-    } else {
+    } else if (gen === generation) { // errors of views that are gone are not news
       hz.errors.push(String(e.message || e));
       $("status").textContent = `error: ${e.message || e}`;
     }
@@ -268,17 +291,22 @@ function scheduleLoad(delay = DEBOUNCE_MS) {
 }
 
 async function load() {
-  if (!info || state.time === null) return;
+  if (!info) return;
+  if (state.time === null) { // a dataset without timesteps yet: the poll offers them when they come
+    $("status").textContent = "no timestep yet";
+    setIdle(true);
+    return;
+  }
   for (const c of controllers) c.abort();
   const gen = ++generation;
   const key = sliceKey();
   const view = visibleBox();
   const k = deviceZoom();
-  const target = levelFor(Math.max(1, 1 / k));
-  const coarse = levelFor(Math.max(1, COARSE_FACTOR / k));
   const mu = (view.u1 - view.u0) * MARGIN;
   const mv = (view.v1 - view.v0) * MARGIN;
   const want = clipToSlice({ u0: view.u0 - mu, u1: view.u1 + mu, v0: view.v0 - mv, v1: view.v1 + mv });
+  const target = levelFor(Math.max(1, 1 / k), want);
+  const coarse = Math.min(target, levelFor(Math.max(1, COARSE_FACTOR / k), want));
   const needed = clipToSlice(view);
   const have = (level) => layers.some((l) => l.key === key && l.level >= level && covers(l, needed));
   const loads = [];
@@ -295,10 +323,15 @@ async function load() {
   }
 }
 
+let statsBase = null; // dataset, field and component of the statistics shown: "fix" holds across time only
+
 async function loadStats() {
   const key = [state.ds, state.field, state.component, state.time].join("|");
   if (key === statsKey) return;
   statsKey = key;
+  const base = [state.ds, state.field, state.component].join("|");
+  const timeOnly = base === statsBase;
+  statsBase = base;
   const q = new URLSearchParams({ field: state.field, time: state.time, component: state.component });
   try {
     const response = await fetch(`/api/datasets/${encodeURIComponent(state.ds)}/stats?${q}`);
@@ -315,14 +348,19 @@ async function loadStats() {
     ? `min ${fmt(stats.min)}\nmax ${fmt(stats.max)}\nrobust ${fmt(stats.robust[0])} … ${fmt(stats.robust[1])}` +
       (stats.known < 1 ? `\nstatistics of ${(100 * stats.known).toFixed(0)} % of samples` : "")
     : "no block statistics (hzio index adds them)";
-  if (state.range === "auto" && !(state.fix && state.lo !== null)) applyRobust();
+  if (state.range === "auto" && !(state.fix && timeOnly && state.lo !== null)) applyRobust();
   else drawHistogram();
 }
 
+// The robust limits of the statistics, or, without them, no range: the next array sets it.
 function applyRobust() {
   if (stats && stats.robust) {
     [state.lo, state.hi] = stats.robust;
-    if (state.lo === state.hi) state.hi = state.lo + 1;
+    if (!(state.hi > state.lo)) state.hi = state.lo + Math.max(1, Math.abs(state.lo) * 1e-6);
+  } else {
+    state.lo = state.hi = null;
+    const shown = layers.find((l) => l.key === sliceKey());
+    if (shown) [state.lo, state.hi] = ownRange(shown.values);
   }
   showRange();
   recolour();
@@ -382,21 +420,47 @@ function middleIndex() {
   return info.origin[p] + Math.floor(info.shape[p] / 2);
 }
 
+let opening = 0; // the latest openDataset: an earlier one that answers late changes nothing
+
+// Opens a dataset's description and shows it, keeping what of the view still applies (and the view
+// itself with keepView). Errors go to the status line; the page stays on what it showed.
 async function openDataset(name, keepView) {
-  const response = await fetch(`/api/datasets/${encodeURIComponent(name)}`);
-  info = await response.json();
-  if (!response.ok) throw new Error(info.error);
+  const mine = ++opening;
+  let fresh;
+  try {
+    const response = await fetch(`/api/datasets/${encodeURIComponent(name)}`);
+    fresh = await response.json();
+    if (!response.ok || fresh.error) throw new Error(fresh.error || response.statusText);
+  } catch (e) {
+    if (mine === opening) {
+      hz.errors.push(String(e.message || e));
+      $("status").textContent = `error: ${e.message || e}`;
+      setIdle(true);
+    }
+    return;
+  }
+  if (mine !== opening) return;
+  info = fresh;
   state.ds = name;
   if (!info.fields.some((f) => f.name === state.field)) state.field = info.fields[0].name;
-  if (fieldInfo().components === 1) state.component = "0";
-  if (!AXES[state.axis] || info.ndim < 3) state.axis = "z";
+  const n = fieldInfo().components;
+  if (n === 1) state.component = "0";
+  else if (state.component === null ||
+           (state.component !== "magnitude" && !(Number(state.component) >= 0 && Number(state.component) < n))) {
+    state.component = "magnitude";
+  }
+  if (!Object.hasOwn(AXES, state.axis) || info.ndim < 3) state.axis = "z";
   const [p] = axes();
+  if (state.index !== null) state.index = Math.round(state.index);
   if (state.index === null || state.index < info.origin[p] || state.index >= info.origin[p] + info.shape[p]) {
     state.index = middleIndex();
   }
   if (!info.times.includes(state.time)) state.time = info.times.length ? info.times[0] : null;
   resizeCanvas();
-  if (!keepView || state.zoom === null || !(state.zoom > 0)) fitView();
+  if (!keepView || !(state.zoom > 0) || !Number.isFinite(state.cu) || !Number.isFinite(state.cv)) fitView();
+  const e = extent();
+  const fit = Math.min(canvas.clientWidth / (e.u1 - e.u0), canvas.clientHeight / (e.v1 - e.v0));
+  state.zoom = Math.min(Math.max(state.zoom, fit / 8), 256); // as the wheel allows
   layers = [];
   statsKey = null;
   updateControls();
@@ -407,7 +471,7 @@ function bindControls() {
   $("dataset").onchange = (e) => { state.index = null; state.zoom = null; openDataset(e.target.value, false); };
   $("field").onchange = (e) => {
     state.field = e.target.value;
-    state.component = fieldInfo().components > 1 ? "magnitude" : "0";
+    state.component = fieldInfo().components > 1 ? "magnitude" : "0"; // as a first open shows it
     state.range = "auto";
     updateControls();
     sliceChanged();
@@ -467,6 +531,7 @@ function bindControls() {
   };
   window.onresize = () => { draw(); scheduleLoad(); };
   window.onhashchange = () => { if (readHash()) openDataset(state.ds, true); };
+  window.onunhandledrejection = (e) => hz.errors.push(String(e.reason && e.reason.message || e.reason));
 }
 
 // Zooms by `factor` keeping the sample under the CSS pixel (x, y) in place.
@@ -520,8 +585,11 @@ function setTime(t) {
 }
 
 // ------------------------------------------------------------------------------------------ live datasets and play
+let polling = false;
+
 async function poll() {
-  if (!state.ds) return;
+  if (!state.ds || polling) return;
+  polling = true;
   try {
     const response = await fetch(`/api/datasets/${encodeURIComponent(state.ds)}`);
     if (!response.ok) return;
@@ -537,6 +605,8 @@ async function poll() {
     }
   } catch (e) {
     hz.errors.push(String(e.message || e));
+  } finally {
+    polling = false;
   }
 }
 
@@ -571,15 +641,22 @@ function saveHash() {
 // Reads the view from the hash; true when it names a dataset.
 function readHash() {
   const q = new URLSearchParams(location.hash.slice(1));
-  const num = (k) => (q.has(k) && q.get(k) !== "" && Number.isFinite(Number(q.get(k))) ? Number(q.get(k)) : null);
-  for (const k of ["ds", "field", "component", "axis", "cmap", "scale", "range"]) if (q.has(k)) state[k] = q.get(k);
-  for (const k of ["index", "time", "lo", "hi", "cu", "cv", "zoom"]) if (q.has(k)) state[k] = num(k);
-  for (const k of ["fix", "follow"]) if (q.has(k)) state[k] = q.get(k) === "1";
-  if (!["viridis", "grey", "coolwarm"].includes(state.cmap)) state.cmap = "viridis";
-  if (!["linear", "log"].includes(state.scale)) state.scale = "linear";
-  if (!["auto", "manual"].includes(state.range)) state.range = "auto";
+  if (!q.has("ds") || !datasets.some((d) => d.name === q.get("ds"))) return false; // nothing of it applies
+  const num = (k) => (q.get(k) !== "" && Number.isFinite(Number(q.get(k))) ? Number(q.get(k)) : null);
+  const next = { ...state };
+  for (const k of ["ds", "field", "component", "axis", "cmap", "scale", "range"]) if (q.has(k)) next[k] = q.get(k);
+  for (const k of ["index", "time", "lo", "hi", "cu", "cv", "zoom"]) if (q.has(k)) next[k] = num(k);
+  for (const k of ["fix", "follow"]) if (q.has(k)) next[k] = q.get(k) === "1";
+  if (!Object.hasOwn(CONTROL_POINTS, next.cmap)) next.cmap = "viridis";
+  if (!["linear", "log"].includes(next.scale)) next.scale = "linear";
+  if (!["auto", "manual"].includes(next.range) || next.lo === null || next.hi === null) {
+    next.range = "auto";
+    next.lo = next.hi = null;
+  }
+  if (!Object.hasOwn(AXES, next.axis)) next.axis = "z";
+  Object.assign(state, next); // openDataset checks the rest against the dataset
   table = colorTable(state.cmap);
-  return q.has("ds") && datasets.some((d) => d.name === state.ds);
+  return true;
 }
 
 // ------------------------------------------------------------------------------------------ start
@@ -587,9 +664,12 @@ async function main() {
   setIdle(false);
   bindControls();
   const response = await fetch("/api/datasets");
-  datasets = await response.json();
+  const listed = await response.json();
+  datasets = listed.filter((d) => !d.error); // one that does not answer is left out
+  for (const d of listed) if (d.error) hz.errors.push(`${d.name}: ${d.error}`);
   if (!datasets.length) {
-    $("status").textContent = "no dataset";
+    $("status").textContent = "no dataset answers";
+    setIdle(true);
     return;
   }
   const fromHash = readHash();
