@@ -166,7 +166,8 @@ NB_MODULE(_core, m) {
           nb::arg("hi_value"), nb::arg("component"), nb::arg("mask"))
       .def_prop_ro("file_first_blocks", &Dataset::file_first_blocks)
       .def(
-          "data_file_path", [](const Dataset& d, int64_t time, int64_t block) { return take(d.data_file_path(time, block)); },
+          "data_file_path",
+          [](const Dataset& d, int64_t time, int64_t block) { return take(d.data_file_path(time, block)); },
           nb::arg("time"), nb::arg("block"), "The data file that holds a block at a timestep, existing or not (Local).")
       .def(
           "leftover_files", [](const Dataset& d) { return take(d.leftover_files()); },

@@ -1,6 +1,7 @@
 // Value-range queries: block statistics rule blocks out, candidate blocks (or only their matching
 // parts) are read and scanned (docs/design/read-path.md "Queries").
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <mutex>
 #include <numeric>
@@ -23,6 +24,80 @@ bool in_range(const std::byte* p, double lo, double hi) {
 }
 
 using Test = bool (*)(const std::byte*, double, double);
+
+// Appends to `out` the indices in [a, e) of the samples (`sb` bytes apart, the tested scalar `offset`
+// bytes into each) whose value lies in [lo, hi]. One call per range: the loop knows its type.
+template <class T>
+void find_in_range(const std::byte* data, size_t sb, size_t offset, uint64_t a, uint64_t e, double lo, double hi,
+                   std::vector<uint64_t>& out) {
+  const std::byte* p = data + a * sb + offset;
+  for (uint64_t idx = a; idx < e; ++idx, p += sb) {
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    const double d = static_cast<double>(v);
+    if (d >= lo && d <= hi) out.push_back(idx);
+  }
+}
+
+using Find = void (*)(const std::byte*, size_t, size_t, uint64_t, uint64_t, double, double, std::vector<uint64_t>&);
+
+Find find_for(Scalar s) {
+  switch (s) {
+    case Scalar::kInt8:
+      return find_in_range<int8_t>;
+    case Scalar::kUint8:
+      return find_in_range<uint8_t>;
+    case Scalar::kInt16:
+      return find_in_range<int16_t>;
+    case Scalar::kUint16:
+      return find_in_range<uint16_t>;
+    case Scalar::kInt32:
+      return find_in_range<int32_t>;
+    case Scalar::kUint32:
+      return find_in_range<uint32_t>;
+    case Scalar::kInt64:
+      return find_in_range<int64_t>;
+    case Scalar::kUint64:
+      return find_in_range<uint64_t>;
+    case Scalar::kFloat32:
+      return find_in_range<float>;
+    case Scalar::kFloat64:
+      return find_in_range<double>;
+  }
+  return find_in_range<uint8_t>;
+}
+
+// A point's index in a level grid, or -1 when the grid does not hold it. Level grids have power-of-two
+// spacings, which turn the divisions into shifts (others, if any, divide).
+class GridIndex {
+ public:
+  explicit GridIndex(const SampleGrid& g) : g_(g) {
+    for (int a = 0; a < kMaxDims; ++a) {
+      const auto s = static_cast<uint64_t>(g.spacing[a]);
+      pow2_ &= s > 0 && (s & (s - 1)) == 0;
+      shift_[a] = s > 0 ? std::countr_zero(s) : 0;
+    }
+  }
+  int64_t operator()(const Point& p) const {
+    int64_t c[kMaxDims];
+    for (int a = 0; a < kMaxDims; ++a) {
+      const int64_t d = p[a] - g_.origin[a];
+      if (pow2_) {
+        if (d & (g_.spacing[a] - 1)) return -1;
+        c[a] = d >> shift_[a];
+      } else {
+        if (d % g_.spacing[a]) return -1;
+        c[a] = d / g_.spacing[a];
+      }
+    }
+    return (c[2] * g_.count[1] + c[1]) * g_.count[0] + c[0];
+  }
+
+ private:
+  const SampleGrid& g_;
+  bool pow2_ = true;
+  int shift_[kMaxDims] = {};
+};
 
 Test test_for(Scalar s) {
   switch (s) {
@@ -66,6 +141,8 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
   const size_t sb = fc.dtype.bytes(), bytes = d.block_bytes(f);
   const size_t offset = static_cast<size_t>(component) * fc.dtype.scalar_bytes();
   const Test test = test_for(fc.dtype.scalar);
+  const Find find = find_for(fc.dtype.scalar);
+  const GridIndex grid_index(grid);
   const std::vector<uint64_t> blocks = d.space_->blocks_of_box(box, 0, level);
   std::vector<Hits> hits(blocks.size());
   if (want_mask) result->mask.assign(static_cast<size_t>(grid.sample_count()), 0);
@@ -140,30 +217,43 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
     ReadReport& mine = plan.io;
     Status s = plan.status;
     thread_local std::vector<std::byte> scratch, buffer;
+    thread_local std::vector<uint64_t> found;
     Layout layout = fc.layout;
-    std::vector<std::pair<uint64_t, uint64_t>> ranges;                         // index ranges scanned
-    if (s.is_ok() && plan.what != Plan::What::kNothing) buffer.resize(bytes);  // only what is read is scanned
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;  // index ranges scanned
+    const std::byte* data = nullptr;                    // the block's samples (only `ranges` hold them)
     if (!s.is_ok() || plan.what == Plan::What::kNothing) {
     } else if (plan.what == Plan::What::kDefault) {
+      buffer.resize(bytes);
       hzorder::fill_samples(buffer.data(), samples, fc.dtype, fc.default_value);
+      data = buffer.data();
       ranges.push_back({0, samples});
     } else if (plan.what == Plan::What::kParts) {
       const auto& e = plan.where->entry;
       layout = format::layout_of(e.flags);
       ranges = plan.ranges;
+      // A raw block of a committed file is scanned in its mapping, as reads place it (no copy).
+      const bool in_map = d.mapped(*plan.where, f);
+      if (in_map) {
+        data = plan.where->file->map_readonly() + e.offset;
+      } else {
+        buffer.resize(bytes);
+        data = buffer.data();
+      }
       for (const auto& [a, z] : ranges) {
-        s = plan.where->file->read_at(e.offset + a * sb, std::span(buffer).subspan(a * sb, (z - a) * sb));
+        if (!in_map) s = plan.where->file->read_at(e.offset + a * sb, std::span(buffer).subspan(a * sb, (z - a) * sb));
         if (s.is_ok())  // the parts are the payload's checksum parts (same sub-block bits, equal sizes)
           s = d.files_->check_payload_parts(*plan.where, a / plan.part, (z - a) / plan.part,
-                                            std::span(buffer).subspan(a * sb, (z - a) * sb));
+                                            std::span(data + a * sb, (z - a) * sb));
         mine.bytes_read += static_cast<int64_t>((z - a) * sb);
         mine.min_bytes += static_cast<int64_t>((z - a) * sb);
         if (!s.is_ok()) break;
       }
       mine.blocks_read += 1;
     } else {
+      buffer.resize(bytes);
       auto l = core::load_block(*d.files_, *plan.where, fc, *d.space_, d.idx_.ndim, b, scratch, buffer, &mine);
       if (l.is_ok()) {
+        data = buffer.data();
         layout = l.value();
         ranges.push_back({0, samples});
         mine.blocks_read += 1;
@@ -172,33 +262,30 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
         s = l.status();
       }
     }
-    const auto record = [&](uint64_t idx, const Point& p) {
-      const int64_t lin =
-          (((p[2] - grid.origin[2]) / grid.spacing[2]) * grid.count[1] + (p[1] - grid.origin[1]) / grid.spacing[1]) *
-              grid.count[0] +
-          (p[0] - grid.origin[0]) / grid.spacing[0];
+    const auto record = [&](uint64_t idx, int64_t lin) {
       if (want_mask) {  // each sample belongs to one block: tasks write disjoint bytes
         result->mask[static_cast<size_t>(lin)] = 1;
         return;
       }
       hits[i].linear.push_back(lin);
-      hits[i].values.insert(hits[i].values.end(), buffer.begin() + static_cast<std::ptrdiff_t>(idx * sb),
-                            buffer.begin() + static_cast<std::ptrdiff_t>((idx + 1) * sb));
+      hits[i].values.insert(hits[i].values.end(), data + idx * sb, data + (idx + 1) * sb);
     };
     if (s.is_ok() && !ranges.empty() && layout == Layout::kHzOrder) {
       // Values first: only the scanned ranges are walked, and a sample's point is decoded from its HZ
       // address only when its value matches, which few of a selective query's samples do.
       const uint64_t base = b << bpb;  // the HZ address of the block's first sample
-      for (const auto& [a, e] : ranges)
-        for (uint64_t idx = a; idx < e; ++idx) {
-          if (!test(buffer.data() + idx * sb + offset, lo, hi)) continue;
+      for (const auto& [a, e] : ranges) {
+        found.clear();
+        find(data, sb, offset, a, e, lo, hi, found);
+        for (const uint64_t idx : found) {
           if (hzorder::HzSpace::level_of(base + idx) > level) continue;  // block 0 holds levels 0 to bpb
           const Point p = d.space_->hz_to_point(base + idx);
           bool inside = true;
-          for (int a = 0; a < kMaxDims; ++a)
-            inside &= p[a] >= box.lo[a] && p[a] < box.hi[a] && (p[a] - grid.origin[a]) % grid.spacing[a] == 0;
-          if (inside) record(idx, p);
+          for (int a = 0; a < kMaxDims; ++a) inside &= p[a] >= box.lo[a] && p[a] < box.hi[a];
+          const int64_t lin = inside ? grid_index(p) : -1;
+          if (lin >= 0) record(idx, lin);
         }
+      }
     } else if (s.is_ok() && !ranges.empty()) {
       for (const Run& r : d.space_->block_runs(b, layout)) {
         Point rlo, rhi;
@@ -207,13 +294,12 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
           for (int64_t y = rlo[1]; y < rhi[1]; ++y)
             for (int64_t x = rlo[0]; x < rhi[0]; ++x) {
               const Point p{r.p0[0] + x * r.delta[0], r.p0[1] + y * r.delta[1], r.p0[2] + z * r.delta[2]};
-              bool on_grid = true;
-              for (int a = 0; a < kMaxDims; ++a) on_grid &= (p[a] - grid.origin[a]) % grid.spacing[a] == 0;
-              if (!on_grid) continue;  // row-major block 0 holds finer samples than a coarse query wants
+              const int64_t lin = grid_index(p);
+              if (lin < 0) continue;  // row-major block 0 holds finer samples than a coarse query wants
               const uint64_t idx = r.first + r.luts->axis[2][z] + r.luts->axis[1][y] + r.luts->axis[0][x];
               bool scanned = false;
               for (const auto& [a, e] : ranges) scanned |= idx >= a && idx < e;
-              if (scanned && test(buffer.data() + idx * sb + offset, lo, hi)) record(idx, p);
+              if (scanned && test(data + idx * sb + offset, lo, hi)) record(idx, lin);
             }
       }
     }
