@@ -5,10 +5,11 @@ The page (hzio/viewer/viewer.js) sets ``window.hzioViewer.timings.firstPaint`` (
 draws its first array) and ``.refined`` (when the view is drawn at the level that matches the screen and nothing
 loads; ``document.body.dataset.idle`` is "1" then). ``performance.now()`` counts from the navigation's start, so a
 page load is timed from there; a zoom or an axis change from the call or the event that starts it. The page draws
-an array uncoloured (transparent) until the block statistics give it its colour range, so the benchmark also
-reports the first coloured paint: the later of firstPaint and the moment the statistics are shown (a
-MutationObserver on ``#stats``, installed before the page's scripts). Scenarios, each repeated ``--reps`` times
-in a new browser context and page (so nothing comes from the browser's cache):
+an array in its own value range until the block statistics give the slice its robust colour range, so the
+benchmark also reports when the final colours are on screen ("first coloured"): the later of firstPaint and the
+moment the statistics are shown (a MutationObserver on ``#stats``, installed before the page's scripts).
+Scenarios, each repeated ``--reps`` times in a new browser context and page (so nothing comes from the browser's
+cache):
 
 * (a) warm: the page opens on its default view (the middle z slice, fitted), served by ``hzio._serve.Server``
   in a thread of this process, which has already served every view of the benchmark once;
@@ -92,8 +93,8 @@ with Server([sys.argv[1]], port=0) as server:
 
 # Runs in every page before its own scripts: notes when the statistics are first shown (the page sets #stats,
 # then takes its colour range from them and recolours the layers, in the same task; this observer runs right
-# after). Until then the page's layers are drawn uncoloured (transparent), so the first coloured paint is the
-# later of this and firstPaint.
+# after). Until then the page colours its layers with the first array's own range, so the final colours are
+# on screen at the later of this and firstPaint ("first coloured" below).
 STATS_SHOWN_JS = """
 window.__benchStatsShown = null;
 new MutationObserver((records, observer) => {
@@ -482,8 +483,8 @@ def notes(samples: dict[str, list[dict[str, Any]]], max_level: int) -> list[str]
     late = [r for r in loads if r["first_coloured_ms"] is not None and r["first_coloured_ms"] > r["first_paint_ms"]]
     if late:
         out.append(f"in {len(late)} of {len(loads)} page loads the statistics (the colour range) came after the first "
-                   f"paint, which drew the array uncoloured (transparent): 'first coloured' is when the page "
-                   f"recoloured it")
+                   f"paint, which coloured the array in its own range: 'first coloured' is when the page "
+                   f"recoloured it with the robust range")
     aborted = sum(r["aborted"] for rows in samples.values() for r in rows)
     if aborted:
         out.append(f"{aborted} slice requests were aborted by the page (not in the KiB)")
