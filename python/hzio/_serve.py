@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import json
 import math
 import os
@@ -330,6 +331,7 @@ def read_slice(sd: ServedDataset, query: Any) -> bytes:
     return struct.pack("<I", len(text)) + text + plane2d.tobytes()
 
 
+@np.errstate(over="ignore", invalid="ignore")  # ranges beyond the largest float become inf, then are left out
 def block_statistics(sd: ServedDataset, query: Any) -> dict[str, Any]:
     """Local. Value range, robust limits and a histogram of a field and timestep from its block statistics.
 
@@ -443,11 +445,17 @@ def dataset_keys(paths: list[str]) -> list[tuple[str, str]]:
     return out
 
 
-LOOPBACK_NAMES = {"127.0.0.1", "localhost", "::1", "[::1]"}
+LOOPBACK_NAMES = {"localhost", "[::1]"}
 
 
 def _is_loopback(host: str) -> bool:
-    return host in LOOPBACK_NAMES or host.startswith("127.")
+    """Whether a host name or address (IPv6 in brackets or not) names this machine's loopback."""
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a name: only "localhost" is known to stay here (127.evil.example is anyone's)
+        return False
 
 
 def make_app(paths: list[str], *, verify: bool = True, host: str = "127.0.0.1") -> Any:
@@ -492,7 +500,7 @@ def make_app(paths: list[str], *, verify: bool = True, host: str = "127.0.0.1") 
         if check_host:
             name = request.host.rsplit(":", 1)[0] if not request.host.startswith("[") else \
                 request.host[:request.host.find("]") + 1]
-            if name.lower() not in LOOPBACK_NAMES and not name.startswith("127."):
+            if not _is_loopback(name):
                 return error(403, f"host {request.host[:100]!r} is not this server's name: it answers requests "
                                   "for 127.0.0.1 or localhost only")
         try:

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -713,3 +714,351 @@ def test_serving_changes_no_file(data):
         with hzio.open(data.server.url + f"files/{name}/{name}.idx") as ds:
             ds.read(level=5)
     assert digests(data.root) == data.digests
+
+
+# ----------------------------------------------------------------------------------- regressions of the review
+def declared_two_timesteps(folder: Path, name: str, shape: tuple[int, ...]) -> dict[int, np.ndarray]:
+    """``folder/name.idx`` with timesteps 0 and 1 declared and written; returns the arrays written."""
+    rng = np.random.default_rng(4242)
+    arrays = {t: (rng.standard_normal(shape) + 10 * t).astype(np.float32) for t in (0, 1)}
+    folder.mkdir(parents=True, exist_ok=True)
+    with hzio.create(folder / f"{name}.idx", shape=shape, fields={"f": "float32"}, times=[0, 1],
+                     bits_per_block=8) as ds:
+        for t, a in arrays.items():
+            ds.write(a, time=t)
+    return arrays
+
+
+def test_files_of_a_declared_timestep_written_later_are_served_once_they_exist(tmp_path):
+    """B.idx declares timesteps 0 and 1 but only time 0's folder exists when the server starts: time 1's
+    files are 404 while absent, and once the folder is copied in (the .idx untouched) they are served byte for
+    byte, and slices and remote reads of time 1 equal what was written."""
+    shape = (10, 12, 14)
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    arrays = declared_two_timesteps(src, "B", shape)
+    time_dirs = sorted(p for p in (src / "B").iterdir() if p.is_dir())
+    assert [p.name for p in time_dirs] == ["time_0000", "time_0001"], time_dirs  # the layout copied below
+    later = sorted(p.relative_to(src).as_posix() for p in time_dirs[1].rglob("*") if p.is_file())
+    assert any(rel.endswith(".bin") for rel in later), later
+    dst.mkdir()
+    shutil.copy2(src / "B.idx", dst / "B.idx")
+    shutil.copytree(time_dirs[0], dst / "B" / time_dirs[0].name)
+    idx_before = (dst / "B.idx").read_bytes(), _idx_stat(dst / "B.idx")
+    bitmask = bitmask_on_disk(dst / "B.idx")
+    top = len(bitmask) - 1
+    with Server([str(dst / "B.idx")], port=0) as server:
+        assert get_json(server, "/api/datasets/B")["times"] == [0, 1]
+        for rel in later:
+            code, _, body = request(server, f"/files/B/{rel}")
+            assert code == 404, (rel, code, body[:200])
+        for p in (dst / "B").rglob("*"):  # time 0's files are served meanwhile
+            if p.is_file():
+                code, _, body = request(server, f"/files/B/{p.relative_to(dst).as_posix()}")
+                assert (code, body) == (200, p.read_bytes()), p
+        check_slice(server, "B", arrays[0], bitmask, axis="z", index=4, level=top, time=0)
+        shutil.copytree(time_dirs[1], dst / "B" / time_dirs[1].name)
+        assert ((dst / "B.idx").read_bytes(), _idx_stat(dst / "B.idx")) == idx_before  # no .idx change
+        for rel in later:
+            code, _, body = request(server, f"/files/B/{rel}")
+            assert (code, body) == (200, (dst / rel).read_bytes()), (rel, code, body[:200])
+        with hzio.open(server.url + "files/B/B.idx") as remote:
+            np.testing.assert_array_equal(remote.read(time=1), arrays[1])
+            np.testing.assert_array_equal(remote.read(time=0), arrays[0])
+        for axis, index, level in (("z", 4, top), ("x", 13, top), ("y", 7, top - 3)):
+            check_slice(server, "B", arrays[1], bitmask, axis=axis, index=index, level=level, time=1)
+
+
+def _idx_stat(path: Path) -> tuple[int, int, int]:
+    st = os.stat(path)
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+@pytest.mark.parametrize("stray", [
+    "B/time_0000/ffff.bin",  # named like the data file of a block far beyond the dataset
+    "B/time_0000/ffff.bin.hzstats",
+    "B/time_0000/0001.bin",  # a number that is no file's first block
+    "B/time_0001/0000.bin.bak",
+    "B/time_0007/0000.bin",  # a timestep the .idx does not declare
+    "B/0000.bin",  # a data file name outside any time folder
+])
+def test_a_regular_file_in_the_data_folder_that_is_no_data_file_stays_404(tmp_path, stray):
+    """A regular file placed among the dataset's data files, named like one, but not one of the data files
+    or sidecars the .idx names, is 404 and its bytes never come back; the real data files are 200."""
+    declared_two_timesteps(tmp_path, "B", (10, 12, 14))
+    real = sorted(p for p in (tmp_path / "B").rglob("*") if p.is_file())
+    assert {p.relative_to(tmp_path).as_posix() for p in real} >= {"B/time_0000/0000.bin", "B/time_0001/0000.bin"}
+    (tmp_path / stray).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / stray).write_bytes(b"STRAY-DATA-NOT-SERVED")
+    with Server([str(tmp_path / "B.idx")], port=0) as server:
+        code, _, body = request(server, f"/files/B/{stray}")
+        assert code == 404 and b"STRAY-" not in body, (stray, code, body[:200])
+        for p in real:
+            code, _, body = request(server, f"/files/B/{p.relative_to(tmp_path).as_posix()}")
+            assert (code, body) == (200, p.read_bytes()), p
+
+
+def test_no_request_fails_while_the_idx_keeps_changing(tmp_path):
+    """A thread bumps the .idx's mtime every ~2 ms (each bump is a new version of the dataset for the server)
+    while 8 threads send 400 slice, statistics and file requests: every answer is 200 and right."""
+    shape = (12, 20, 24)
+    arrays = declared_two_timesteps(tmp_path, "churn", shape)
+    path = tmp_path / "churn.idx"
+    bitmask = bitmask_on_disk(path)
+    top = len(bitmask) - 1
+    data_file = tmp_path / "churn" / "time_0001" / "0000.bin"
+    disk = data_file.read_bytes()
+    rel = data_file.relative_to(tmp_path).as_posix()
+    stop = threading.Event()
+    bumps = [0]
+
+    def bump():
+        ns = os.stat(path).st_mtime_ns
+        while not stop.is_set():
+            ns += 1_000_000
+            os.utime(path, ns=(ns, ns))
+            bumps[0] += 1
+            stop.wait(0.002)
+
+    def run(i):
+        time = i % 2
+        a = arrays[time]
+        kind = i % 5
+        if kind in (0, 1, 2):
+            axis = "zyx"[i % 3]
+            index = (7 * i) % shape[AXES[axis][0]]
+            check_slice(server, "churn", a, bitmask, axis=axis, index=index, level=top - (i % 4), time=time)
+        elif kind == 3:
+            stats = get_json(server, f"/api/datasets/churn/stats?time={time}")
+            assert (stats["min"], stats["max"]) == (float(a.min()), float(a.max()))
+        else:
+            lo = (i * 97) % (len(disk) - 200)
+            code, _, body = request(server, f"/files/churn/{rel}", {"Range": f"bytes={lo}-{lo + 199}"})
+            assert (code, body) == (206, disk[lo:lo + 200]), (code, body[:200])
+            code, _, body = request(server, "/files/churn/churn.idx")
+            assert (code, body) == (200, path.read_bytes()), (code, body[:200])
+        return True
+
+    with Server([str(path)], port=0) as server:
+        bumper = threading.Thread(target=bump, daemon=True)
+        bumper.start()
+        try:
+            with ThreadPoolExecutor(8) as pool:
+                results = list(pool.map(run, range(400)))
+        finally:
+            stop.set()
+            bumper.join(TIMEOUT)
+    assert all(results) and len(results) == 400
+    assert bumps[0] > 1  # the .idx did change during the requests
+
+
+@pytest.mark.parametrize(("host", "status"), [
+    ("attacker.example:PORT", 403),
+    ("attacker.example", 403),
+    ("localhost.attacker.example:PORT", 403),
+    ("127.0.0.1.attacker.example:PORT", 403),  # a rebinding domain may start with "127."
+    ("localhost:PORT", 200),
+    ("127.0.0.1:PORT", 200),
+    ("LOCALHOST:PORT", 200),
+])
+def test_requests_for_another_host_name_are_refused(data, host, status):
+    """DNS rebinding: a page of attacker.example that resolves its name to 127.0.0.1 sends Host:
+    attacker.example: 403 with a JSON error, on the API and the files; the loopback names get 200."""
+    url = urlsplit(data.server.url)
+    host = host.replace("PORT", str(url.port))
+    for path in ("/api/datasets", "/api/datasets/vol/stats", "/files/vol/vol.idx", "/"):
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=TIMEOUT)
+        try:
+            conn.putrequest("GET", path, skip_host=True)
+            conn.putheader("Host", host)
+            conn.endheaders()
+            r = conn.getresponse()
+            code, body = r.status, r.read()
+        finally:
+            conn.close()
+        assert code == status, f"GET {path} with Host: {host}: expected {status}, got {code} {body[:120]!r}"
+        if status == 403:
+            reply = json.loads(body)
+            assert list(reply) == ["error"] and reply["error"], reply
+            assert b"vol" not in body and data.paths["vol"].read_bytes()[:40] not in body
+        elif path == "/files/vol/vol.idx":
+            assert body == data.paths["vol"].read_bytes()
+
+
+def test_a_box_that_does_not_start_at_0_has_slices_at_every_level(tmp_path):
+    """A 16^3 dataset whose .idx box is then narrowed to x 3..12, y 5..14, z 2..8 (inclusive): every level's
+    slice along every axis, at every index (and below and above the box, clamped), is the written array at the
+    level's plane and grid (multiples of the spacing inside the box), or empty (plane null) when the level holds
+    no plane inside the box along that axis. Never an error."""
+    rng = np.random.default_rng(808)
+    source = rng.standard_normal((16, 16, 16)).astype(np.float32)
+    path = tmp_path / "shifted.idx"
+    with hzio.create(path, shape=source.shape, fields={"f": "float32"}, bits_per_block=6) as ds:
+        ds.write(source)
+    text = path.read_text()
+    assert "(box)\n0 15 0 15 0 15\n" in text
+    path.write_text(text.replace("(box)\n0 15 0 15 0 15\n", "(box)\n3 12 5 14 2 8\n"))
+    lo, hi = (2, 5, 3), (9, 15, 13)  # [z, y, x], exclusive
+    bitmask = bitmask_on_disk(path)
+    with hzio.open(path) as ds:
+        assert tuple(ds.origin) == lo and tuple(ds.shape) == (7, 10, 10)
+        np.testing.assert_array_equal(ds.read(), source[2:9, 5:15, 3:13])
+        levels = ds.max_level + 1
+    empty_planes = 0
+    with Server([str(path)], port=0) as server:
+        info = get_json(server, "/api/datasets/shifted")
+        assert info["origin"] == list(lo) and info["shape"] == [7, 10, 10]
+        for level in range(levels):
+            s = spacing(bitmask, level)
+            assert info["level_spacing"][level] == s
+            first = [-(-lo[a] // s[a]) * s[a] for a in range(3)]
+            with hzio.open(path) as ds:  # the library's level grid agrees with the oracle's
+                np.testing.assert_array_equal(ds.read(level=level),
+                                              source[first[0]:hi[0]:s[0], first[1]:hi[1]:s[1], first[2]:hi[2]:s[2]])
+            for axis, (a, rows, cols) in AXES.items():
+                for asked in range(lo[a] - 2, hi[a] + 2):
+                    index = min(max(asked, lo[a]), hi[a] - 1)
+                    plane = index - index % s[a]
+                    if plane < lo[a]:
+                        plane += s[a]
+                    header, got = get_slice(server, "shifted", axis=axis, index=asked, level=level)
+                    where = (level, axis, asked)
+                    assert (header["level"], header["axis"], header["index"]) == (level, axis, index), where
+                    if plane >= hi[a]:
+                        empty_planes += 1
+                        assert header["plane"] is None, (where, header)
+                        assert header["width"] * header["height"] == 0 and got.size == 0, (where, header)
+                        continue
+                    m = np.moveaxis(source, (a, rows, cols), (0, 1, 2))[plane]
+                    want = m[first[rows]:hi[rows]:s[rows], first[cols]:hi[cols]:s[cols]]
+                    assert header["plane"] == plane, (where, header)
+                    assert (header["height"], header["width"]) == want.shape, (where, header)
+                    if want.size:
+                        assert (header["u0"], header["v0"], header["du"], header["dv"]) == (
+                            first[cols], first[rows], s[cols], s[rows]), (where, header)
+                    np.testing.assert_array_equal(got, want, err_msg=str(where))
+    assert empty_planes > 0  # the coarse levels did hold no plane inside the box along some axis
+
+
+def test_the_read_bound_counts_components_and_sample_size(data, monkeypatch):
+    """MAX_SLICE_READ_BYTES bounds samples x components x itemsize: a float32[3] slice of N samples is 413
+    one byte below N x 12 (as a component or the magnitude), served at N x 12; a float32 slice of the same N
+    samples passes, until the bound is one byte below N x 4; float64 counts 8 bytes a sample."""
+    bitmask = bitmask_on_disk(data.paths["vol"])
+    top = len(bitmask) - 1
+    n = SHAPE[1] * SHAPE[2]  # a full-resolution z slice
+    temp, wind, mass = (data.arrays[("vol", f, 0)] for f in ("temp", "wind", "mass"))
+    monkeypatch.setattr(serve_module, "MAX_SLICE_READ_BYTES", n * 3 * 4 - 1)
+    for component in ("magnitude", "0", "2"):
+        reply = get_json(data.server, f"/api/datasets/vol/slice?axis=z&index=3&field=wind&component={component}",
+                         status=413)
+        assert list(reply) == ["error"] and reply["error"], reply
+    check_slice(data.server, "vol", temp, bitmask, axis="z", index=3, level=top, field="temp")
+    check_slice(data.server, "vol", mass, bitmask, axis="z", index=3, level=top, field="mass", float64=True)
+    check_slice(data.server, "vol", wind, bitmask, axis="z", index=3, level=top - 2, field="wind", component=1,
+                components=3)  # a coarser level of the vector field is small enough
+    monkeypatch.setattr(serve_module, "MAX_SLICE_READ_BYTES", n * 3 * 4)
+    check_slice(data.server, "vol", wind, bitmask, axis="z", index=3, level=top, field="wind", component=2,
+                components=3)
+    monkeypatch.setattr(serve_module, "MAX_SLICE_READ_BYTES", n * 4)
+    check_slice(data.server, "vol", temp, bitmask, axis="z", index=3, level=top, field="temp")
+    get_json(data.server, "/api/datasets/vol/slice?axis=z&index=3&field=mass", status=413)
+    monkeypatch.setattr(serve_module, "MAX_SLICE_READ_BYTES", n * 4 - 1)
+    get_json(data.server, "/api/datasets/vol/slice?axis=z&index=3&field=temp", status=413)
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"the JSON holds {name}, which is not JSON")
+
+
+def test_statistics_of_extreme_values_are_valid_json(tmp_path):
+    """A float64 field holding -1e308 and 1e308 (in two blocks, or in one block) and a float64[2] field whose
+    magnitude overflows: /stats never holds NaN or Infinity, min and max are the written ones, the histogram
+    is null or finite (and then counts every sample), the robust range null or finite within [min, max]."""
+    shape = (8, 16, 16)
+    rng = np.random.default_rng(99)
+    apart = rng.standard_normal(shape)
+    apart[0, 0, 0], apart[-1, -1, -1] = -1e308, 1e308
+    together = rng.standard_normal(shape)
+    together[0, 0, 0], together[0, 0, 1] = -1e308, 1e308
+    vec = rng.standard_normal(shape + (2,))
+    vec[3, 4, 5] = (1e308, -1e308)
+    path = tmp_path / "extreme.idx"
+    with hzio.create(path, shape=shape, fields={"apart": "float64", "together": "float64", "vec": "float64[2]"},
+                     bits_per_block=6) as ds:
+        ds.write(apart, field="apart")
+        ds.write(together, field="together")
+        ds.write(vec, field="vec")
+        assert ds.block_count > 4
+    bitmask = bitmask_on_disk(path)
+    with Server([str(path)], port=0) as server:
+        for field, component, a in (("apart", "0", apart), ("together", "0", together), ("vec", "0", vec[..., 0]),
+                                    ("vec", "1", vec[..., 1]), ("vec", "magnitude", None)):
+            code, _, body = request(server, f"/api/datasets/extreme/stats?field={field}&component={component}")
+            assert code == 200, (field, component, code, body[:300])
+            stats = json.loads(body, parse_constant=_refuse_constant)
+            if a is not None:
+                assert (stats["min"], stats["max"]) == (float(a.min()), float(a.max())), (field, component)
+            else:
+                assert stats["min"] is None or 0 <= stats["min"] <= stats["max"]
+            if stats["robust"] is not None:
+                r0, r1 = stats["robust"]
+                assert math.isfinite(r0) and math.isfinite(r1) and stats["min"] <= r0 <= r1 <= stats["max"]
+            if stats["histogram"] is not None:
+                edges, counts = stats["histogram"]["edges"], stats["histogram"]["counts"]
+                assert all(map(math.isfinite, edges + counts)), (field, component)
+                assert len(edges) == len(counts) + 1 and edges == sorted(edges)
+                if a is not None:
+                    assert sum(counts) == pytest.approx(a.size, rel=1e-9), (field, component)
+        check_slice(server, "extreme", apart, bitmask, axis="z", index=0, level=len(bitmask) - 1, field="apart",
+                    float64=True)
+        check_slice(server, "extreme", together, bitmask, axis="y", index=0, level=len(bitmask) - 1,
+                    field="together", float64=True)
+
+
+def test_a_vector_slice_without_component_is_the_magnitude(data):
+    """No `component`: a vector field's slice is its magnitude (sqrt of the sum of squares), header component
+    "magnitude"; a scalar field's is the field, and any component but 0 on a scalar field is 400."""
+    bitmask = {name: bitmask_on_disk(data.paths[name]) for name in ("vol", "img")}
+    for name, field, axis, index, level in (("vol", "wind", "z", 6, 0), ("vol", "wind", "x", 11, -3),
+                                            ("vol", "wind", "y", 30, -1), ("img", "uv", "z", 0, 0)):
+        a = data.arrays[(name, field, 0)]
+        level = len(bitmask[name]) - 1 + level
+        header, got = get_slice(data.server, name, field=field, axis=axis, index=index, level=level)
+        assert header["component"] == "magnitude" and header["dtype"] == "float32", header
+        s = spacing(bitmask[name], level)
+        ax, rows, cols = AXES[axis]
+        mag = np.sqrt(np.sum(a.astype(np.float64) ** 2, axis=-1))
+        mag3 = mag[None] if mag.ndim == 2 else mag
+        want = np.moveaxis(mag3, (ax, rows, cols), (0, 1, 2))[index - index % s[ax]][::s[rows], ::s[cols]]
+        assert got.shape == want.shape, (header, want.shape)
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
+    header, got = get_slice(data.server, "vol", field="temp", axis="z", index=2)
+    assert header["component"] == 0
+    np.testing.assert_array_equal(got, data.arrays[("vol", "temp", 0)][2])
+    for component in ("3", "1", "magnitude"):
+        for name, field in (("vol", "temp"), ("img", "g")):
+            reply = get_json(data.server, f"/api/datasets/{name}/slice?field={field}&component={component}",
+                             status=400)
+            assert list(reply) == ["error"] and reply["error"], reply
+
+
+def test_a_dataset_whose_description_fails_is_listed_with_an_error(tmp_path):
+    """Three datasets served; one's .idx is deleted after the server started: /api/datasets is 200, lists it
+    as {name, error} in its place and the two others as before; they still answer slices."""
+    shapes = {"one": (4, 8), "two": (5, 8), "three": (6, 8)}
+    for name, shape in shapes.items():
+        small_dataset(tmp_path / f"{name}.idx", shape)
+    with Server([str(tmp_path / f"{name}.idx") for name in shapes], port=0) as server:
+        before = get_json(server, "/api/datasets")
+        assert [d["name"] for d in before] == list(shapes) and not any("error" in d for d in before)
+        (tmp_path / "two.idx").unlink()
+        code, _, body = request(server, "/api/datasets")
+        assert code == 200, (code, body[:300])
+        after = json.loads(body)
+        assert [d["name"] for d in after] == list(shapes)
+        assert set(after[1]) == {"name", "error"} and isinstance(after[1]["error"], str) and after[1]["error"]
+        assert after[0] == before[0] and after[2] == before[2]
+        for name in ("one", "three"):
+            shape = shapes[name]
+            _, got = get_slice(server, name)
+            np.testing.assert_array_equal(got, np.arange(math.prod(shape), dtype=np.uint8).reshape(shape))

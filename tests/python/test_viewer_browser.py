@@ -346,3 +346,155 @@ def test_screenshot(page, showcase, tmp_path):
     page.screenshot(path=target)
     img = np.asarray(Image.open(target))
     assert img.shape[:2] == (VIEWPORT["height"], VIEWPORT["width"]) and img.std() > 10
+
+
+# ----------------------------------------------------------------------------------- regressions of the review
+def fit_zoom(page, rows, cols):
+    """The CSS pixels per sample of 'fit to window' for a slice of rows x columns."""
+    w, h = page.evaluate("[document.getElementById('canvas').clientWidth, "
+                         "document.getElementById('canvas').clientHeight]")
+    return min(w / cols, h / rows)
+
+
+@pytest.mark.parametrize("extra", ["", "&field=vel&cu=28&cv=20"])
+def test_a_hostile_hash_opens_a_working_view(page, server, extra):
+    """#ds=flow&axis=__proto__&index=3.5&component=abc&zoom=1e-300 (and with the vector field and a centre,
+    so that the zoom is kept and must be clamped): the page is idle without errors, on axis z, slice 3.5
+    rounded, a valid component, a zoom of at least fit/8; it shows the NumPy slice."""
+    page.goto(server.url + "#ds=flow&axis=__proto__&index=3.5&component=abc&zoom=1e-300" + extra)
+    settle(page)
+    st = viewer_state(page)
+    assert (st["ds"], st["axis"]) == ("flow", "z") and st["index"] in (3, 4), st
+    assert page.locator("#axis").input_value() == "z"
+    assert not page.locator("#status").inner_text().startswith("error")
+    fit = fit_zoom(page, SHAPE[1], SHAPE[2])
+    assert np.isfinite(st["zoom"]) and fit / 8 * (1 - 1e-9) <= st["zoom"] <= 256, (st["zoom"], fit)
+    temp, vel = source(0)
+    if extra:
+        assert (st["field"], st["component"]) == ("vel", "magnitude")
+        plane = np.sqrt(np.sum(vel.astype(np.float64) ** 2, axis=-1)).astype(np.float32)[st["index"]]
+    else:
+        assert (st["field"], st["component"]) == ("temp", "0")
+        plane = temp[st["index"]]
+    if st["zoom"] < 2:
+        page.click("#fit")
+        settle(page)
+    assert check_pixels(page, plane) == SHAPE[1] * SHAPE[2]
+
+
+def test_a_hash_naming_no_served_dataset_opens_the_first_normally(page, server):
+    """#ds=nope&axis=x: nothing of the hash applies; the first dataset opens as without a hash."""
+    page.goto(server.url + "#ds=nope&axis=x")
+    settle(page)
+    st = viewer_state(page)
+    assert (st["ds"], st["field"], st["axis"], st["time"], st["index"]) == ("flow", "temp", "z", 0, SHAPE[0] // 2)
+    check_pixels(page, source(0)[0][SHAPE[0] // 2])
+
+
+@pytest.fixture
+def no_statistics(tmp_path):
+    """A 512 x 768 2-D field whose .hzstats sidecars are deleted before serving: no block statistics."""
+    y, x = np.meshgrid(np.arange(512), np.arange(768), indexing="ij")
+    a = (np.sin(x / 29.0) * np.cos(y / 19.0) * 5 + (x - y) / 100.0).astype(np.float32)
+    path = tmp_path / "bare.idx"
+    with hzio.create(str(path), shape=a.shape, fields={"f": "float32"}) as ds:
+        ds.write(a)
+    sidecars = list(tmp_path.rglob("*.hzstats"))
+    assert sidecars
+    for p in sidecars:
+        p.unlink()
+    with Server([str(path)]) as s:
+        yield s, a
+
+
+def test_without_statistics_every_layer_has_the_same_range(page, no_statistics):
+    """No block statistics: the page takes one range (of the first array it gets) for every array of the
+    slice. After zooming in from a coarse first view, every layer (several levels) shows the NumPy samples of
+    its grid coloured with the page's lo/hi, and the canvas shows the full-resolution slice."""
+    server, a = no_statistics
+    page.set_viewport_size({"width": 640, "height": 480})
+    stats = page.goto(server.url + "api/datasets/bare/stats").json()
+    assert stats["robust"] is None and stats["histogram"] is None and stats["known"] == 0
+    open_viewer(page, server)
+    st = viewer_state(page)
+    assert st["range"] == "auto" and st["lo"] is not None and st["hi"] is not None and st["lo"] < st["hi"]
+    box = page.locator("#canvas").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2 + 37, box["y"] + box["height"] / 2 - 21)
+    for _ in range(12):
+        page.mouse.wheel(0, -100)
+        page.wait_for_timeout(40)
+    settle(page)
+    st = viewer_state(page)
+    assert st["lo"] is not None and st["hi"] is not None and st["lo"] < st["hi"], st
+    assert float(a.min()) <= st["lo"] and st["hi"] <= float(a.max())
+    layers = page.evaluate("""() => window.hzioViewer.layers().map(l => ({key: l.key, level: l.level, u0: l.u0,
+      v0: l.v0, du: l.du, dv: l.dv, width: l.width, height: l.height, values: Array.from(l.values),
+      rgba: Array.from(l.canvas.getContext('2d').getImageData(0, 0, l.width, l.height).data)}))""")
+    assert len({layer["level"] for layer in layers}) >= 2, [layer["level"] for layer in layers]
+    table = color_table(st["cmap"])
+    for layer in layers:
+        h, w = layer["height"], layer["width"]
+        want = a[layer["v0"]::layer["dv"], layer["u0"]::layer["du"]][:h, :w]
+        assert want.shape == (h, w), layer["level"]
+        np.testing.assert_array_equal(np.array(layer["values"], np.float32).reshape(h, w), want)
+        got = np.array(layer["rgba"], np.int32).reshape(h * w, 4)
+        index = table_index(want.reshape(-1), st["lo"], st["hi"])
+        ok = np.zeros(len(index), bool)
+        for d in (-1, 0, 1):  # a value on the edge between two table entries may round either way
+            ok |= np.all(np.abs(got[:, :3] - table[np.clip(index + d, 0, 255)]) <= 1, axis=1)
+        assert ok.all(), (f"level {layer['level']}: {np.count_nonzero(~ok)} of {len(ok)} samples are not "
+                          f"coloured with the page's range [{st['lo']}, {st['hi']}]")
+    assert st["zoom"] >= 2
+    check_pixels(page, a)
+
+
+def robust_range(page, field, time, component):
+    """The robust limits the server's statistics give (fetched in the page's origin)."""
+    q = urlencode({"field": field, "time": time, "component": component})
+    return page.evaluate(f"fetch('/api/datasets/flow/stats?{q}').then(r => r.json()).then(s => s.robust)")
+
+
+def test_fix_across_time_holds_across_timesteps_only(page, server):
+    """With 'fix across time' checked and the range auto, changing the timestep keeps lo/hi; changing the field
+    or the component sets them to the new one's robust limits (the server's /stats); unchecked, a timestep
+    change sets them too. The canvas shows each slice in the range the page states."""
+    open_viewer(page, server, ds="flow")
+    mid = SHAPE[0] // 2
+
+    def range_is(want):
+        st = viewer_state(page)
+        assert st["range"] == "auto" and [st["lo"], st["hi"]] == want, (st["lo"], st["hi"], want)
+
+    def magnitude(t):
+        return np.sqrt(np.sum(source(t)[1].astype(np.float64) ** 2, axis=-1)).astype(np.float32)
+
+    temp0 = robust_range(page, "temp", 0, "0")
+    range_is(temp0)
+    page.check("#fix")
+    assert viewer_state(page)["fix"] is True
+    page.locator("#time").fill("2")
+    settle(page)
+    assert viewer_state(page)["time"] == 2
+    assert robust_range(page, "temp", 2, "0") != temp0
+    range_is(temp0)  # the timestep changed: the range is kept
+    check_pixels(page, source(2)[0][mid])
+    page.select_option("#field", "vel")
+    settle(page)
+    assert viewer_state(page)["component"] == "magnitude"
+    vel2 = robust_range(page, "vel", 2, "magnitude")
+    range_is(vel2)  # another field: its own robust limits
+    check_pixels(page, magnitude(2)[mid])
+    page.locator("#time").fill("0")
+    settle(page)
+    assert robust_range(page, "vel", 0, "magnitude") != vel2
+    range_is(vel2)
+    check_pixels(page, magnitude(0)[mid])
+    page.select_option("#component", "0")
+    settle(page)
+    range_is(robust_range(page, "vel", 0, "0"))  # another component: its own robust limits
+    check_pixels(page, source(0)[1][mid, :, :, 0])
+    page.uncheck("#fix")
+    page.locator("#time").fill("1")
+    settle(page)
+    range_is(robust_range(page, "vel", 1, "0"))  # not fixed: each timestep's own limits
+    check_pixels(page, source(1)[1][mid, :, :, 0])
