@@ -311,7 +311,7 @@ def read_slice(sd: ServedDataset, query: Any) -> bytes:
     else:
         v = values.reshape(counts3 + ((f["components"],) if f["components"] > 1 else ()))
         if f["components"] > 1 and component is None:  # the magnitude, in the output's precision
-            w = v.astype(out_dtype, copy=False)
+            w: np.ndarray[Any, np.dtype[np.floating[Any]]] = v.astype(out_dtype, copy=False)
             v = np.sqrt(np.einsum("...i,...i->...", w, w))
         elif f["components"] > 1:
             v = v[..., component]
