@@ -30,7 +30,8 @@ BLOCKS = 2 ** 14 // 2 ** BPB  # 16
 BLOCK_BYTES = 2 ** BPB * 4
 DATA = np.arange(np.prod(SHAPE), dtype=np.float32).reshape(SHAPE)
 
-READ_KEYS = ("files_opened", "blocks_read", "blocks_missing", "bytes_read", "min_bytes", "method", "assembly")
+READ_KEYS = ("files_opened", "blocks_read", "blocks_missing", "bytes_read", "min_bytes", "requests", "bytes_received",
+             "method", "assembly")
 WRITE_KEYS = ("ranks", "aggregators", "rounds", "placement", "bytes", "file_bytes", "files", "max", "mean", "levels")
 PHASE_KEYS = ("restructure", "hz", "aggregate", "compress", "stats", "write", "commit", "total")
 LEVEL_KEYS = ("level", "blocks", "bytes", "hz_max", "hz_mean", "write_max", "write_mean")
@@ -100,8 +101,9 @@ def test_read_reports_count_the_blocks_of_the_layout(written):
         np.testing.assert_array_equal(ds.read(field="t"), DATA)
         rep = ds.last_read_report
         assert type(rep) is hzio.ReadReport
-        check_mapping(rep, READ_KEYS, {k: int for k in READ_KEYS[:5]} | {"method": str, "assembly": str})
+        check_mapping(rep, READ_KEYS, {k: int for k in READ_KEYS[:7]} | {"method": str, "assembly": str})
         assert (rep.blocks_read, rep.blocks_missing, rep.files_opened) == (BLOCKS, 0, BLOCKS // BPF)
+        assert rep.requests == rep.bytes_received == 0  # local files: no request (test_http_reads counts them)
         assert rep.min_bytes == BLOCKS * BLOCK_BYTES and rep.bytes_read >= rep.min_bytes
         assert (rep.method, rep.assembly) == ("independent", "blocks")
         np.testing.assert_array_equal(ds.field("v")[...], np.zeros(SHAPE + (3,), np.float32))
