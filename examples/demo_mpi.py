@@ -151,6 +151,7 @@ def main(argv=None):
                 print(f"  saved {png} (mid-z slice {shape})")
         progressive(path, np.concatenate(u_all))
         find_front(path, np.concatenate(v_all))
+        print(f"to look at every timestep in a browser: .venv/bin/hzio serve {path}  (docs/guide/viewer.md)")
     return 0
 
 
