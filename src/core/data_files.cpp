@@ -167,7 +167,7 @@ Result<DataFiles::Stored*> DataFiles::stored(const Key& key, ReadReport* report)
   return slot.get();
 }
 
-void DataFiles::prefetch_headers(int64_t time, const std::vector<uint64_t>& blocks) {
+void DataFiles::prefetch_headers(int64_t time, const std::vector<uint64_t>& blocks, bool sidecars) {
   if (!idx_->time.contains(time)) return;
   std::vector<uint64_t> firsts;
   {
@@ -190,7 +190,7 @@ void DataFiles::prefetch_headers(int64_t time, const std::vector<uint64_t>& bloc
       (*f)->advise_willneed(0, table);
       opened_ahead_[*path] = std::move(f).value();
     }
-    if (!verify_) continue;
+    if (!verify_ && !sidecars) continue;
     if (auto f = storage_->open(*path + stats::kStatsSuffix); f.is_ok()) {
       (*f)->advise_willneed(0, 0);  // the whole file
       opened_ahead_[*path + stats::kStatsSuffix] = std::move(f).value();

@@ -60,11 +60,12 @@ class DataFiles {
   // match its sidecar's checksum, or a malformed sidecar), kIo.
   Result<std::optional<BlockLocation>> locate(int field, int64_t time, uint64_t block, ReadReport* report);
 
-  // Local, thread-safe. Asks, without waiting, for the header tables (and, when reads verify, the
-  // sidecars) of the committed files holding `blocks` of `time` that are not cached yet, all at once,
-  // so that the locate() calls that follow find them read instead of reading one file after another.
-  // A hint: errors are left to locate().
-  void prefetch_headers(int64_t time, const std::vector<uint64_t>& blocks);
+  // Local, thread-safe. Asks, without waiting, for the header tables (and the sidecars, when reads
+  // verify or `sidecars` says so: queries read their statistics) of the committed files holding
+  // `blocks` of `time` that are not cached yet, all at once, so that the locate() and block_stats()
+  // calls that follow find them read instead of reading one file after another. A hint: errors are
+  // left to locate().
+  void prefetch_headers(int64_t time, const std::vector<uint64_t>& blocks, bool sidecars = false);
 
   // Local, thread-safe. Checks a located block's stored payload (all `entry.size` bytes) against its
   // checksums; ok when the location has none. Errors: kCorrupt naming the file, field, timestep and block.

@@ -164,6 +164,7 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
     Status status;
   };
   std::vector<Plan> plans(blocks.size());
+  d.files_->prefetch_headers(time, blocks, /*sidecars=*/true);  // cold: every file's tables at once
   d.pool_.parallel_for(blocks.size(), [&](size_t i) {
     Plan& plan = plans[i];
     auto st = d.files_->block_stats(f, time, blocks[i], &plan.io);
