@@ -11,6 +11,8 @@
 #include <mutex>
 #include <thread>
 
+#include <charconv>
+
 #if HZIO_WITH_HTTP
 #include <curl/curl.h>
 #endif
@@ -30,6 +32,91 @@ std::optional<std::pair<std::string, std::string>> split_http_url(const std::str
   if (origin.size() == scheme) return std::nullopt;  // no host
   path = std::filesystem::path(path).lexically_normal().string();
   return std::make_pair(std::move(origin), path.empty() ? std::string("/") : path);
+}
+
+namespace {
+
+std::string_view trimmed(std::string_view v) {
+  while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ' || v.back() == '\t'))
+    v.remove_suffix(1);
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  return v;
+}
+
+// All of `v` as a non-negative decimal integer, or nullopt.
+std::optional<int64_t> whole_number(std::string_view v) {
+  int64_t n = -1;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size() || n < 0 || v.empty() || v.front() == '-') return std::nullopt;
+  return n;
+}
+
+struct ContentRange {
+  int64_t first = 0, last = 0, total = 0;
+};
+
+// "bytes first-last/total" (RFC 9110 14.4), strictly; nullopt otherwise (also for an unknown total, "*").
+std::optional<ContentRange> parse_content_range(std::string_view v) {
+  constexpr std::string_view kUnit = "bytes ";
+  if (v.substr(0, kUnit.size()) != kUnit) return std::nullopt;
+  v.remove_prefix(kUnit.size());
+  const size_t dash = v.find('-'), slash = v.find('/');
+  if (dash == std::string_view::npos || slash == std::string_view::npos || dash > slash) return std::nullopt;
+  const auto first = whole_number(v.substr(0, dash)), last = whole_number(v.substr(dash + 1, slash - dash - 1)),
+             total = whole_number(v.substr(slash + 1));
+  if (!first || !last || !total || *first > *last || *last >= *total) return std::nullopt;
+  return ContentRange{*first, *last, *total};
+}
+
+}  // namespace
+
+void add_header_line(std::string_view line, HttpStorage::Answer& a) {
+  const size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return;
+  std::string name(trimmed(line.substr(0, colon)));
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string_view value = trimmed(line.substr(colon + 1));
+  if (name == "content-range") a.content_range = std::string(value);
+  if (name == "etag") a.etag = std::string(value);
+  if (name == "last-modified") a.last_modified = std::string(value);
+  if (name == "content-length") a.content_length = whole_number(value).value_or(-1);
+}
+
+Result<std::string> range_answer_body(HttpStorage::Answer a, const std::string& url, uint64_t offset, uint64_t length,
+                                      int64_t* size) {
+  const std::string asked =
+      "GET " + url + " with Range bytes=" + std::to_string(offset) + "-" + std::to_string(offset + length - 1);
+  if (a.status == 404) return not_found("GET " + url + ": 404 Not Found");
+  if (a.status == 416) {
+    if (offset == 0) *size = 0;
+    return corrupt("read " + url + ": the file ends before byte " + std::to_string(offset + 1) +
+                   " (416 Range Not Satisfiable)");
+  }
+  if (a.status == 200) {
+    if (offset == 0 && a.content_length >= 0 && static_cast<uint64_t>(a.content_length) <= length &&
+        a.body.size() == static_cast<size_t>(a.content_length)) {
+      *size = a.content_length;  // the whole file fits what was asked for: a plain answer will do
+      return std::move(a.body);
+    }
+    return io_error(asked +
+                    ": the server answered 200 with the whole file; hzio reads remote datasets only from "
+                    "servers that answer byte ranges (206)");
+  }
+  if (a.status != 206) return io_error("GET " + url + ": answered " + std::to_string(a.status));
+  const auto r = parse_content_range(a.content_range);
+  if (!r)
+    return io_error(asked + ": a 206 answer whose Content-Range '" + a.content_range.substr(0, 100) +
+                    "' is not 'bytes first-last/size'");
+  const uint64_t first = static_cast<uint64_t>(r->first), n = static_cast<uint64_t>(r->last - r->first) + 1;
+  if (first != offset || n > length ||
+      (n < length && static_cast<uint64_t>(r->last) + 1 != static_cast<uint64_t>(r->total)))
+    return io_error(asked + ": the server sent bytes " + std::to_string(r->first) + "-" + std::to_string(r->last) +
+                    " of " + std::to_string(r->total) + " instead");
+  if (a.body.size() != n)
+    return io_error(asked + ": a 206 answer of " + std::to_string(a.body.size()) + " bytes for a Content-Range of " +
+                    std::to_string(n));
+  *size = r->total;
+  return std::move(a.body);
 }
 
 #if HZIO_WITH_HTTP
@@ -65,24 +152,8 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
-std::string trimmed(std::string_view v) {
-  while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) v.remove_suffix(1);
-  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-  return std::string(v);
-}
-
 size_t on_header(char* data, size_t size, size_t count, void* user) {
-  auto* a = static_cast<Transfer*>(user)->answer;
-  const std::string_view line(data, size * count);
-  const size_t colon = line.find(':');
-  if (colon == std::string_view::npos) return size * count;
-  std::string name(line.substr(0, colon));
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-  const std::string value = trimmed(line.substr(colon + 1));
-  if (name == "content-range") a->content_range = value;
-  if (name == "etag") a->etag = value;
-  if (name == "last-modified") a->last_modified = value;
-  if (name == "content-length") a->content_length = std::strtoll(value.c_str(), nullptr, 10);
+  add_header_line(std::string_view(data, size * count), *static_cast<Transfer*>(user)->answer);
   return size * count;
 }
 
@@ -103,13 +174,6 @@ bool transient(CURLcode code, long status) {
   if (code == CURLE_OK) return status == 429 || status >= 500;
   return code == CURLE_COULDNT_CONNECT || code == CURLE_OPERATION_TIMEDOUT || code == CURLE_GOT_NOTHING ||
          code == CURLE_RECV_ERROR || code == CURLE_SEND_ERROR || code == CURLE_PARTIAL_FILE;
-}
-
-// "bytes a-b/total" -> total, or -1.
-int64_t range_total(const std::string& content_range) {
-  const size_t slash = content_range.rfind('/');
-  if (slash == std::string::npos || content_range.compare(slash + 1, std::string::npos, "*") == 0) return -1;
-  return std::strtoll(content_range.c_str() + slash + 1, nullptr, 10);
 }
 
 // A file of an HttpStorage. Its size is learnt from the first ranged answer (or asked with HEAD). Hints
@@ -212,30 +276,13 @@ class HttpFile final : public Readable {
   static Result<std::shared_ptr<const std::string>> fetch(const HttpStorage& storage, const std::string& path,
                                                           std::atomic<int64_t>& size_, uint64_t offset,
                                                           uint64_t length) {
-    const std::string url_ = storage.origin() + path;
     const std::string range = std::to_string(offset) + "-" + std::to_string(offset + length - 1);
     HZIO_ASSIGN_OR_RETURN(HttpStorage::Answer a, storage.request(path, false, range, length));
-    if (a.status == 404) return not_found("GET " + url_ + ": 404 Not Found");
-    if (a.status == 416) {
-      if (offset == 0) size_ = 0;
-      return corrupt("read " + url_ + ": the file ends before byte " + std::to_string(offset + 1) +
-                     " (416 Range Not Satisfiable)");
-    }
-    if (a.status == 200 && offset == 0 && a.content_length >= 0 && static_cast<uint64_t>(a.content_length) <= length &&
-        a.body.size() == static_cast<size_t>(a.content_length)) {
-      size_ = a.content_length;  // the whole file fits what was asked for: a plain answer will do
-    } else if (a.status == 200) {
-      return io_error("GET " + url_ + " with Range bytes=" + range +
-                      ": the server answered 200 with the whole file; hzio reads remote datasets only from "
-                      "servers that answer byte ranges (206)");
-    } else if (a.status != 206) {
-      return io_error("GET " + url_ + ": answered " + std::to_string(a.status));
-    } else {
-      const int64_t total = range_total(a.content_range);
-      if (total < 0) return io_error("GET " + url_ + ": a 206 answer without the file's size in Content-Range");
-      size_ = total;
-    }
-    return std::make_shared<const std::string>(std::move(a.body));
+    int64_t size = -1;
+    auto body = range_answer_body(std::move(a), storage.origin() + path, offset, length, &size);
+    if (size >= 0) size_ = size;
+    HZIO_RETURN_IF_ERROR(body.status());
+    return std::make_shared<const std::string>(std::move(body).value());
   }
 
   // A range fetched ahead that holds [offset, offset + length) (`prefix`: any fetched from 0 holding as much

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "hzio/status.hpp"
@@ -80,5 +81,18 @@ class HttpStorage final : public Storage, public std::enable_shared_from_this<Ht
   mutable size_t busy_ = 0;
   std::atomic<bool> stopping_{false};  // the storage goes: transfers in flight abort
 };
+
+// Local. Adds one header line of an answer ("Name: value", CR LF ending or not) to `a`: Content-Range,
+// Content-Length (-1 unless all digits), ETag and Last-Modified; other lines are ignored.
+void add_header_line(std::string_view line, HttpStorage::Answer& a);
+
+// Local. The bytes of [offset, offset + length) that the answer `a` to a ranged GET of `url` brought,
+// checked against what was asked: a 206 whose Content-Range ("bytes first-last/total") names exactly the
+// bytes of the body, starting at `offset`, no more than asked, fewer only at the end of the file; or a 200
+// with the whole file, when it is no longer than asked and `offset` is 0. Sets *size to the file's size
+// when the answer tells it (0 for a 416 at offset 0: an empty file). Errors: kNotFound (404), kCorrupt
+// (416: the file ends before `offset`), kIo (any other answer, naming the URL and what is wrong).
+Result<std::string> range_answer_body(HttpStorage::Answer a, const std::string& url, uint64_t offset, uint64_t length,
+                                      int64_t* size);
 
 }  // namespace hzio::io

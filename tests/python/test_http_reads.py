@@ -102,6 +102,16 @@ def test_blocks_are_asked_for_at_once_and_neighbours_together(served):
     assert server.most_in_flight > 1
 
 
+def test_a_server_that_answers_another_range_is_an_error_not_data(served):
+    """A server that answers every range with bytes from the file's start (and says so in Content-Range)
+    is refused even with checksums off: those bytes are not the ones asked for."""
+    root, _, _, _ = served
+    with WebServer(root, wrong_ranges=True) as server:
+        with pytest.raises(hzio.IoError, match="sent bytes 0-"):
+            with hzio.open(f"{server.url}/sim/run.idx", verify=False) as ds:
+                ds.read(field="temp")
+
+
 def test_a_server_that_ignores_range_is_named(served):
     root, _, _, _ = served
     with WebServer(root, ranges=False) as server:

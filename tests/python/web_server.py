@@ -14,10 +14,11 @@ from aiohttp import web
 class WebServer:
     """Serves ``root`` at ``url`` until ``stop()`` (or the end of a ``with`` block)."""
 
-    def __init__(self, root: Path, *, latency: float = 0.0, ranges: bool = True) -> None:
+    def __init__(self, root: Path, *, latency: float = 0.0, ranges: bool = True, wrong_ranges: bool = False) -> None:
         self.root = root.resolve()
         self.latency = latency
         self.ranges = ranges
+        self.wrong_ranges = wrong_ranges  # answer every range with as many bytes from the file's start, said so
         self.requests: list[tuple[str, str, str]] = []  # method, path, Range header
         self.in_flight = 0
         self.most_in_flight = 0  # the most requests answered at once
@@ -58,6 +59,10 @@ class WebServer:
         target = (self.root / request.path.lstrip("/")).resolve()
         if not target.is_relative_to(self.root) or not target.is_file():
             raise web.HTTPNotFound()
+        if self.wrong_ranges and request.http_range.start is not None:
+            data = target.read_bytes()
+            n = min(len(data), (request.http_range.stop or len(data)) - request.http_range.start)
+            return web.Response(status=206, body=data[:n], headers={"Content-Range": f"bytes 0-{n - 1}/{len(data)}"})
         if self.ranges:
             return web.FileResponse(target)
         return web.Response(body=target.read_bytes(), content_type="application/octet-stream")
