@@ -45,6 +45,7 @@ import numpy as np
 
 import hzio
 
+from ._types import parse_dtype
 from .errors import Error, InvalidArgumentError, NotFoundError
 
 MAX_SLICE_SAMPLES = 4096 * 4096  # one slice response at most (a 64 MiB float32 array)
@@ -162,8 +163,7 @@ class ServedDataset:
             levels.append(list(reversed(ds._core.level_grid(lo_x, hi_x, level).spacing)))
         fields = []
         for name, dtype in ds.fields.items():
-            scalar, comps = _split_dtype(dtype)
-            fields.append({"name": name, "dtype": dtype, "components": comps})
+            fields.append({"name": name, "dtype": dtype, "components": parse_dtype(dtype)[2]})
         return {"name": self.key, "file": os.path.basename(self.path), "ndim": ds.ndim, "shape": list(shape3),
                 "origin": list(origin3), "fields": fields, "times": [int(t) for t in ds.times],
                 "max_level": ds.max_level, "bitmask": ds.bitmask, "level_spacing": levels,
@@ -200,13 +200,6 @@ class ServedDataset:
         if gen.data_root is not None:
             return real if os.path.commonpath([real, gen.data_root]) == gen.data_root else None
         return real if real in gen.files else None
-
-
-def _split_dtype(dtype: str) -> tuple[str, int]:
-    if dtype.endswith("]") and "[" in dtype:
-        scalar, n = dtype[:-1].split("[", 1)
-        return scalar, int(n)
-    return dtype, 1
 
 
 class BadRequest(Exception):
@@ -295,17 +288,17 @@ def read_slice(sd: ServedDataset, query: Any) -> bytes:
         box_lo[ax] = min(max(_int_arg(query, p0, lo3[ax]), lo3[ax]), hi3[ax])
         box_hi[ax] = min(max(_int_arg(query, p1, hi3[ax]), box_lo[ax]), hi3[ax])
     box = (tuple(box_lo[3 - info["ndim"]:]), tuple(box_hi[3 - info["ndim"]:]))
-    scalar, _ = _split_dtype(f["dtype"])
+    scalar = parse_dtype(f["dtype"])[1]
     with sd.handle() as ds:
         counts = ds.level_shape(level, box) if plane is not None else (0,) * info["ndim"]
         samples = math.prod(counts)
-        if samples > MAX_SLICE_SAMPLES or samples * f["components"] * np.dtype(scalar).itemsize > MAX_SLICE_READ_BYTES:
+        if samples > MAX_SLICE_SAMPLES or samples * f["components"] * scalar.itemsize > MAX_SLICE_READ_BYTES:
             raise BadRequest(413, f"the slice holds {samples} samples of {f['dtype']} at level {level}; at most "
                                   f"{MAX_SLICE_SAMPLES} samples and {MAX_SLICE_READ_BYTES >> 20} MiB per request: "
                                   "ask for a coarser level or a smaller box")
         values = ds.read(box, level=level, field=f["name"], time=time) if samples else None
     counts3 = (1,) * (3 - info["ndim"]) + tuple(counts)
-    out_dtype = np.dtype("<f8") if np.dtype(scalar).itemsize == 8 else np.dtype("<f4")
+    out_dtype = np.dtype("<f8") if scalar.itemsize == 8 else np.dtype("<f4")
     if values is None:
         plane2d = np.zeros((counts3[row_axis], counts3[col_axis]), out_dtype)
     else:

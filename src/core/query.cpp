@@ -15,16 +15,6 @@ namespace {
 
 using hzorder::Run;
 
-template <class T>
-bool in_range(const std::byte* p, double lo, double hi) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  const double d = static_cast<double>(v);
-  return d >= lo && d <= hi;
-}
-
-using Test = bool (*)(const std::byte*, double, double);
-
 // Appends to `out` the indices in [a, e) of the samples (`sb` bytes apart, the tested scalar `offset`
 // bytes into each) whose value lies in [lo, hi]. One call per range: the loop knows its type.
 template <class T>
@@ -99,32 +89,6 @@ class GridIndex {
   int shift_[kMaxDims] = {};
 };
 
-Test test_for(Scalar s) {
-  switch (s) {
-    case Scalar::kInt8:
-      return in_range<int8_t>;
-    case Scalar::kUint8:
-      return in_range<uint8_t>;
-    case Scalar::kInt16:
-      return in_range<int16_t>;
-    case Scalar::kUint16:
-      return in_range<uint16_t>;
-    case Scalar::kInt32:
-      return in_range<int32_t>;
-    case Scalar::kUint32:
-      return in_range<uint32_t>;
-    case Scalar::kInt64:
-      return in_range<int64_t>;
-    case Scalar::kUint64:
-      return in_range<uint64_t>;
-    case Scalar::kFloat32:
-      return in_range<float>;
-    case Scalar::kFloat64:
-      return in_range<double>;
-  }
-  return in_range<uint8_t>;
-}
-
 // Per-block scan output, merged in order afterwards.
 struct Hits {
   std::vector<int64_t> linear;  // index in the box's level grid
@@ -140,7 +104,6 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
   *result = QueryResult{};
   const size_t sb = fc.dtype.bytes(), bytes = d.block_bytes(f);
   const size_t offset = static_cast<size_t>(component) * fc.dtype.scalar_bytes();
-  const Test test = test_for(fc.dtype.scalar);
   const Find find = find_for(fc.dtype.scalar);
   const GridIndex grid_index(grid);
   const std::vector<uint64_t> blocks = d.space_->blocks_of_box(box, 0, level);
@@ -300,7 +263,10 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
               const uint64_t idx = r.first + r.luts->axis[2][z] + r.luts->axis[1][y] + r.luts->axis[0][x];
               bool scanned = false;
               for (const auto& [a, e] : ranges) scanned |= idx >= a && idx < e;
-              if (scanned && test(data + idx * sb + offset, lo, hi)) record(idx, lin);
+              if (!scanned) continue;
+              found.clear();
+              find(data, sb, offset, idx, idx + 1, lo, hi, found);  // the one sample
+              if (!found.empty()) record(idx, lin);
             }
       }
     }

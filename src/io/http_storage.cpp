@@ -159,7 +159,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
 
 // Transfer limits: a policy, not a measurement. A server that accepts no connection within
 // kConnectSeconds, or sends nothing for kStallSeconds, fails the attempt; retries pause kFirstPause, then
-// twice as long each time (0.75 s of pauses over kRetries), enough to ride out a server that restarts.
+// twice as long each time (15 x kFirstPause in all over kRetries), enough to ride out a server that restarts.
 constexpr long kConnectSeconds = 10;
 constexpr long kStallSeconds = 30;
 constexpr auto kFirstPause = std::chrono::milliseconds(50);

@@ -19,10 +19,24 @@ static int failures = 0, passes = 0;
     }                                                                                            \
   } while (0)
 
+enum { NX = 12, NY = 9, NZ = 5 };
+
+/* Whether `coarse` (a level grid of `count` samples from `origin`, `spacing` apart, x fastest) holds the
+   samples of `data` at its points. */
+static int equals_level_grid(const float* coarse, const int64_t origin[3], const int64_t spacing[3],
+                             const int64_t count[3], float data[NZ][NY][NX]) {
+  int ok = 1;
+  for (int64_t z = 0; z < count[2]; ++z)
+    for (int64_t y = 0; y < count[1]; ++y)
+      for (int64_t x = 0; x < count[0]; ++x)
+        ok &= coarse[(z * count[1] + y) * count[0] + x] ==
+              data[origin[2] + z * spacing[2]][origin[1] + y * spacing[1]][origin[0] + x * spacing[0]];
+  return ok;
+}
+
 int main(int argc, char** argv) {
   char path[4096];
   snprintf(path, sizeof path, "%s.idx", argc > 1 ? argv[1] : "c_api_test_data");
-  enum { NX = 12, NY = 9, NZ = 5 };
   static float data[NZ][NY][NX], back[NZ][NY][NX];
   for (int z = 0; z < NZ; ++z)
     for (int y = 0; y < NY; ++y)
@@ -59,13 +73,7 @@ int main(int argc, char** argv) {
   size_t n = (size_t)(count[0] * count[1] * count[2]);
   float* coarse = malloc(n * sizeof(float));
   CHECK(hzio_dataset_read_box(ds, lo, hi, max_level - 3, "temperature", 0, coarse, n * sizeof(float)) == HZIO_OK);
-  int ok = 1;
-  for (int64_t z = 0; z < count[2]; ++z)
-    for (int64_t y = 0; y < count[1]; ++y)
-      for (int64_t x = 0; x < count[0]; ++x)
-        ok &= coarse[(z * count[1] + y) * count[0] + x] ==
-              data[origin[2] + z * spacing[2]][origin[1] + y * spacing[1]][origin[0] + x * spacing[0]];
-  CHECK(ok);
+  CHECK(equals_level_grid(coarse, origin, spacing, count, data));
   free(coarse);
 
   unsigned char flags[NZ][NY][NX];
@@ -84,13 +92,7 @@ int main(int argc, char** argv) {
     CHECK(memcmp(back, data, sizeof data) == 0);
     float* remote = malloc(n * sizeof(float));
     CHECK(hzio_dataset_read_box(ds, lo, hi, max_level - 3, "temperature", 0, remote, n * sizeof(float)) == HZIO_OK);
-    ok = 1;
-    for (int64_t z = 0; z < count[2]; ++z)
-      for (int64_t y = 0; y < count[1]; ++y)
-        for (int64_t x = 0; x < count[0]; ++x)
-          ok &= remote[(z * count[1] + y) * count[0] + x] ==
-                data[origin[2] + z * spacing[2]][origin[1] + y * spacing[1]][origin[0] + x * spacing[0]];
-    CHECK(ok);
+    CHECK(equals_level_grid(remote, origin, spacing, count, data));
     free(remote);
     CHECK(hzio_dataset_close(ds) == HZIO_OK);
     CHECK(hzio_dataset_open(url, 1, &ds) == HZIO_EINVAL);

@@ -82,10 +82,20 @@ function extent() {
   return { u0: info.origin[c], u1: info.origin[c] + info.shape[c], v0: info.origin[r], v1: info.origin[r] + info.shape[r] };
 }
 
+// CSS pixels per sample that fit the whole slice in the canvas.
+function fitZoom() {
+  const e = extent();
+  return Math.min(canvas.clientWidth / (e.u1 - e.u0), canvas.clientHeight / (e.v1 - e.v0));
+}
+
+// The zoom bounds of the wheel: from an eighth of the fitted view to 256 pixels per sample.
+function clampZoom(zoom) {
+  return Math.min(Math.max(zoom, fitZoom() / 8), 256);
+}
+
 function fitView() {
   const e = extent();
-  const dpr = devicePixels();
-  state.zoom = Math.min(canvas.width / (e.u1 - e.u0), canvas.height / (e.v1 - e.v0)) / dpr;
+  state.zoom = fitZoom();
   state.cu = (e.u0 + e.u1) / 2;
   state.cv = (e.v0 + e.v1) / 2;
 }
@@ -458,9 +468,7 @@ async function openDataset(name, keepView) {
   if (!info.times.includes(state.time)) state.time = info.times.length ? info.times[0] : null;
   resizeCanvas();
   if (!keepView || !(state.zoom > 0) || !Number.isFinite(state.cu) || !Number.isFinite(state.cv)) fitView();
-  const e = extent();
-  const fit = Math.min(canvas.clientWidth / (e.u1 - e.u0), canvas.clientHeight / (e.v1 - e.v0));
-  state.zoom = Math.min(Math.max(state.zoom, fit / 8), 256); // as the wheel allows
+  state.zoom = clampZoom(state.zoom); // as the wheel allows
   layers = [];
   statsKey = null;
   updateControls();
@@ -539,9 +547,7 @@ function zoomAt(x, y, factor) {
   const rect = canvas.getBoundingClientRect();
   const u = state.cu + (x - rect.width / 2) / state.zoom;
   const v = state.cv + (y - rect.height / 2) / state.zoom;
-  const e = extent();
-  const fit = Math.min(rect.width / (e.u1 - e.u0), rect.height / (e.v1 - e.v0));
-  state.zoom = Math.min(Math.max(state.zoom * factor, fit / 8), 256);
+  state.zoom = clampZoom(state.zoom * factor);
   state.cu = u - (x - rect.width / 2) / state.zoom;
   state.cv = v - (y - rect.height / 2) / state.zoom;
   draw();
