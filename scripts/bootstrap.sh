@@ -37,12 +37,13 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-# aiohttp: the web server of `hzio serve`
-.venv/bin/python -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" numpy pytest pillow mpi4py aiohttp
+# aiohttp: the web server of `hzio serve`; matplotlib: the demo's figures and the benchmarks' plots
+.venv/bin/python -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" numpy pytest pillow mpi4py aiohttp matplotlib
 if [ "$what" = test ]; then
   # xxhash: the checksum tests' oracle; zarr (v3, needs Python >= 3.11) and h5py: bench/small_read_bench.py's
-  # baselines; playwright: drives Debian's chromium in the viewer's tests (it never downloads a browser here)
-  .venv/bin/python -m pip install -q OpenVisusNoGui ruff mypy xxhash zarr h5py playwright
+  # baselines; playwright: drives Debian's chromium in the viewer's tests (it never downloads a browser here);
+  # xarray, dask and distributed: the xarray backend and the dask arrays (tests/python/test_xarray_dask.py)
+  .venv/bin/python -m pip install -q OpenVisusNoGui ruff mypy xxhash zarr h5py playwright xarray "dask[array]" distributed
 fi
 
 echo "== building and installing hzio (C++ core, tests, Python extension)"

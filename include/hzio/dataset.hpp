@@ -34,7 +34,7 @@ struct CreateOptions {
   std::vector<int64_t> dims;  // x first; 1 to 3 entries
   std::vector<FieldSpec> fields;
   std::string bitmask;          // "" = the OpenVisus default for dims
-  int bits_per_block = 0;       // 0 = min(max level, 16)
+  int bits_per_block = 0;       // 0 = min(max level, 16); beyond the max level: clamped to it
   int64_t blocks_per_file = 0;  // 0 = as many as fit in 128 MiB
   std::vector<int64_t> times;   // empty = one timestep 0 and no time directory
   std::string time_template = "time_%04d/";
@@ -128,6 +128,10 @@ class Dataset {
   std::vector<int64_t> times() const;
   int max_level() const;
   const std::string& bitmask() const;
+  // The .idx's physical placement, as written there ("" when absent): "(physic_box)", per axis x first
+  // "lo hi" floats onto which the logical box maps, or "(logic_to_physic)", a row-major (ndim+1)^2 matrix.
+  const std::string& physic_box() const;
+  const std::string& logic_to_physic() const;
   int bits_per_block() const;
   int64_t blocks_per_file() const;
   int64_t block_count() const;

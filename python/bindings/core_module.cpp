@@ -102,6 +102,8 @@ NB_MODULE(_core, m) {
       .def_prop_ro("times", &Dataset::times)
       .def_prop_ro("max_level", &Dataset::max_level)
       .def_prop_ro("bitmask", &Dataset::bitmask)
+      .def_prop_ro("physic_box", &Dataset::physic_box)
+      .def_prop_ro("logic_to_physic", &Dataset::logic_to_physic)
       .def_prop_ro("bits_per_block", &Dataset::bits_per_block)
       .def_prop_ro("blocks_per_file", &Dataset::blocks_per_file)
       .def_prop_ro("block_count", &Dataset::block_count)

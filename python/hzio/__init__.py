@@ -14,11 +14,13 @@ Examples
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from . import _core
 from ._results import IndexReport, LevelTimes, PhaseTimes, ProgressiveReport, QueryReport, ReadReport, WriteReport
-from ._types import FieldsLike, parse_dtype
+from ._types import FieldsLike, as_int, as_path, parse_dtype
+from ._views import Field, LevelView
+from .dask_arrays import from_dask, to_dask
 from .dataset import Dataset
 from .errors import (
     CorruptError,
@@ -34,26 +36,64 @@ from .indexing_stats import index
 
 __version__ = "0.1.0"
 
-__all__ = ["create", "open", "index", "parse_dtype", "Dataset", "ReadReport", "QueryReport", "ProgressiveReport",
-           "WriteReport", "PhaseTimes", "LevelTimes", "IndexReport", "Error", "FormatError", "CorruptError",
-           "NotFoundError", "InvalidArgumentError", "IoError", "UnsupportedError", "InternalError"]
+__all__ = ["create", "open", "index", "parse_dtype", "to_dask", "from_dask", "Dataset", "Field", "LevelView",
+           "ReadReport", "QueryReport", "ProgressiveReport", "WriteReport", "PhaseTimes", "LevelTimes", "IndexReport",
+           "Error", "FormatError", "CorruptError", "NotFoundError", "InvalidArgumentError", "IoError",
+           "UnsupportedError", "InternalError"]
+
+
+_FIELD_OPTIONS = ("codec", "layout", "default_value")
 
 
 def _fields_list(fields: FieldsLike, codec: str, layout: str) -> list[tuple[str, str, str, str, float]]:
-    items: Iterable[Sequence[Any]] = fields.items() if isinstance(fields, dict) else fields
+    usage = ("fields must be {name: dtype} or a list of (name, dtype) and (name, dtype, {'codec': ..., "
+             "'layout': ..., 'default_value': ...})")
+    if isinstance(fields, Mapping):
+        items: Iterable[Any] = fields.items()
+    elif isinstance(fields, (str, bytes)) or not isinstance(fields, Iterable):
+        raise InvalidArgumentError(f"{usage}, got {fields!r}")
+    else:
+        items = fields
     out = []
     for item in items:
+        if isinstance(item, (str, bytes)) or not isinstance(item, Sequence) or len(item) not in (2, 3):
+            raise InvalidArgumentError(f"{usage}; {item!r} is not such an entry")
         name, dtype = item[0], item[1]
         opts = item[2] if len(item) > 2 else {}
-        out.append((str(name), parse_dtype(dtype)[0], str(opts.get("codec", codec)), str(opts.get("layout", layout)),
-                    float(opts.get("default_value", 0))))
+        if not isinstance(name, str) or not name:
+            raise InvalidArgumentError(f"a field name must be a non-empty str, got {name!r}")
+        if not isinstance(opts, Mapping) or set(opts) - set(_FIELD_OPTIONS):
+            raise InvalidArgumentError(f"options of field {name!r} must be a dict with keys among {_FIELD_OPTIONS}, "
+                                       f"got {opts!r}")
+        try:
+            default = float(opts.get("default_value", 0))
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"default_value of field {name!r} must be a number, got "
+                                       f"{opts['default_value']!r}") from None
+        out.append((name, parse_dtype(dtype)[0], _text(opts.get("codec", codec), "codec"),
+                    _text(opts.get("layout", layout), "layout"), default))
     if not out:
         raise InvalidArgumentError("a dataset needs at least one field")
     return out
 
 
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"{what} must be a str, got {value!r}")
+    return value
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    if not isinstance(shape, Iterable) or isinstance(shape, (str, bytes)):
+        shape = (shape,)  # NumPy's shape=64 for (64,)
+    out = tuple(as_int(v, "shape", 1) for v in shape)
+    if not 1 <= len(out) <= 3:
+        raise InvalidArgumentError(f"shape needs 1 to 3 axes of at least one sample each, got {out}")
+    return out
+
+
 def _sub_blocks(value: int | None) -> int:
-    return -1 if value is None else int(value)  # -1: CreateOptions::kAutoSubBlockBits
+    return -1 if value is None else as_int(value, "sub_block_bits", 0)  # -1: CreateOptions::kAutoSubBlockBits
 
 
 def create(path: str | os.PathLike, shape: Sequence[int], fields: FieldsLike, *,
@@ -102,18 +142,24 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: FieldsLike, *,
         Besides per-block statistics, keep them for ``2**N`` equal parts of each block, so that
         queries read only the matching parts of raw blocks. ``None`` (default): parts of 4096 samples
         (``N = bits_per_block - 12``, at least 0); ``0``: per block only.
+
+    ``bits_per_block`` beyond the bitmask's length is clamped to it (as OpenVisus' ``CreateIdx`` does):
+    the whole dataset is then one block.
     """
-    shape = tuple(int(v) for v in shape)
-    if not 1 <= len(shape) <= 3 or min(shape) < 1:
-        raise InvalidArgumentError(f"shape needs 1 to 3 axes of at least one sample each, got {shape}")
-    args = (os.fspath(path), shape, _fields_list(fields, codec, layout), bitmask or "", int(bits_per_block or 0),
-            int(blocks_per_file or 0), [int(t) for t in (times or [])], bool(overwrite))
+    shape = _shape(shape)
+    if times is not None and (isinstance(times, (str, bytes)) or not isinstance(times, Iterable)):
+        raise InvalidArgumentError(f"times must be an iterable of integers, got {times!r}")
+    args = (as_path(path), shape, _fields_list(fields, codec, layout), _text(bitmask or "", "bitmask"),
+            as_int(bits_per_block or 0, "bits_per_block", 0), as_int(blocks_per_file or 0, "blocks_per_file", 0),
+            [as_int(t, "a timestep") for t in (times or [])], bool(overwrite))
+    threads = as_int(threads, "threads", 0)
+    sub_blocks = _sub_blocks(sub_block_bits)
     if comm is not None:
         from .parallel import create_parallel
-        return create_parallel(comm, *args, bool(durable), int(threads) or 1, placement, int(aggregator_count),
-                               int(aggregator_bytes), _sub_blocks(sub_block_bits))
-    core = _core.Dataset.create(args[0], list(reversed(shape)), *args[2:], bool(durable), int(threads),
-                                _sub_blocks(sub_block_bits))
+        return create_parallel(comm, *args, bool(durable), threads or 1, _text(placement, "placement"),
+                               as_int(aggregator_count, "aggregator_count", 0),
+                               as_int(aggregator_bytes, "aggregator_bytes", 1), sub_blocks)
+    core = _core.Dataset.create(args[0], list(reversed(shape)), *args[2:], bool(durable), threads, sub_blocks)
     return Dataset(core)
 
 
@@ -137,9 +183,11 @@ def open(path: str | os.PathLike, *, mode: str = "r", durable: bool = True, thre
     """
     if mode not in ("r", "r+"):
         raise InvalidArgumentError(f"mode must be 'r' or 'r+', got {mode!r}")
+    path, threads = as_path(path), as_int(threads, "threads", 0)
     if comm is not None:
         from .parallel import open_parallel
-        return open_parallel(comm, os.fspath(path), mode == "r+", bool(durable), int(threads) or 1, placement,
-                             int(aggregator_count), int(aggregator_bytes), bool(verify), bool(allow_outside_folder))
-    return Dataset(_core.Dataset.open(os.fspath(path), mode == "r+", bool(durable), int(threads), bool(verify),
+        return open_parallel(comm, path, mode == "r+", bool(durable), threads or 1, _text(placement, "placement"),
+                             as_int(aggregator_count, "aggregator_count", 0),
+                             as_int(aggregator_bytes, "aggregator_bytes", 1), bool(verify), bool(allow_outside_folder))
+    return Dataset(_core.Dataset.open(path, mode == "r+", bool(durable), threads, bool(verify),
                                       bool(allow_outside_folder)))

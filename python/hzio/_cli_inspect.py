@@ -35,9 +35,9 @@ def describe(ds):
     files_per_timestep = -(-ds.block_count // max(1, ds.blocks_per_file))
     return {
         "path": ds.path,
-        "shape": list(ds.shape),
+        "shape": list(ds.grid_shape),
         "origin": list(dataset_box(ds)[0]),
-        "ndim": ds.ndim,
+        "ndim": ds.grid_ndim,
         "fields": fields,
         "times": list(ds.times),
         "max_level": ds.max_level,

@@ -49,7 +49,7 @@ def query(args):
         level = ds.max_level if args.level is None else args.level
         coords, values = ds.query(field, lo, hi, time=time, box=box, level=level, component=component)
         report = dict(ds.last_read_report or {})
-        path, ndim, box = ds.path, ds.ndim, box or dataset_box(ds)
+        path, ndim, box = ds.path, ds.grid_ndim, box or dataset_box(ds)
     # a fresh open, so that both byte counts include the header reads
     with hzio.open(args.dataset, verify=not args.no_verify) as ds:
         ds.read(box=box, level=level, field=field, time=time)

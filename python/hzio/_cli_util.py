@@ -53,12 +53,9 @@ def parse_ints(text, option):
 
 
 def dataset_box(ds):
-    """Return the dataset's box ``(lo, hi)`` in [z, y, x] dataset coordinates (``lo`` is ``ds.origin``).
-
-    Datasets from builds without ``Dataset.origin`` start at 0.
-    """
-    lo = tuple(getattr(ds, "origin", (0,) * ds.ndim))
-    return lo, tuple(o + n for o, n in zip(lo, ds.shape))
+    """Return the dataset's box ``(lo, hi)`` in [z, y, x] dataset coordinates (``lo`` is ``ds.origin``)."""
+    lo = tuple(ds.origin)
+    return lo, tuple(o + n for o, n in zip(lo, ds.grid_shape))
 
 
 def parse_box(text, dataset_lo, dataset_hi):

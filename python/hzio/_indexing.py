@@ -73,6 +73,26 @@ def plan(key, shape):
     return (None, None, picks) if empty else (tuple(lo), tuple(hi), picks)
 
 
+def plan_array(key, grid_shape, comps):
+    """:func:`plan` over a field's array shape: the grid, plus the component axis when ``comps > 1``.
+
+    Returns ``(lo, hi, picks)`` with ``lo``/``hi`` over the grid axes only and one pick per array axis
+    (the component pick counts from component 0, since every read holds all components).
+    """
+    if comps == 1:
+        return plan(key, grid_shape)
+    lo, hi, picks = plan(key, tuple(grid_shape) + (comps,))
+    if lo is None:
+        return None, None, picks
+    picks[-1] = picks[-1] + lo[-1]
+    return lo[:-1], hi[:-1], picks
+
+
+def empty_selection(picks, dtype):
+    """The empty array an empty selection (``lo is None`` from :func:`plan`) returns."""
+    return np.empty(tuple(len(p) for p in picks if not isinstance(p, (int, np.integer))), dtype=dtype)
+
+
 def select(block, picks):
     """Apply per-axis picks (from :func:`plan`) to an array read for the bounding box."""
     out = block

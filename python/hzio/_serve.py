@@ -154,8 +154,8 @@ class ServedDataset:
                 ds.close()
 
     def _describe(self, ds: hzio.Dataset) -> dict[str, Any]:
-        shape3 = (1,) * (3 - ds.ndim) + tuple(ds.shape)
-        origin3 = (0,) * (3 - ds.ndim) + tuple(ds.origin)
+        shape3 = (1,) * (3 - ds.grid_ndim) + tuple(ds.grid_shape)
+        origin3 = (0,) * (3 - ds.grid_ndim) + tuple(ds.origin)
         levels = []
         lo_x = (origin3[2], origin3[1], origin3[0])  # the core takes x-first corners
         hi_x = (lo_x[0] + shape3[2], lo_x[1] + shape3[1], lo_x[2] + shape3[0])
@@ -164,7 +164,7 @@ class ServedDataset:
         fields = []
         for name, dtype in ds.fields.items():
             fields.append({"name": name, "dtype": dtype, "components": parse_dtype(dtype)[2]})
-        return {"name": self.key, "file": os.path.basename(self.path), "ndim": ds.ndim, "shape": list(shape3),
+        return {"name": self.key, "file": os.path.basename(self.path), "ndim": ds.grid_ndim, "shape": list(shape3),
                 "origin": list(origin3), "fields": fields, "times": [int(t) for t in ds.times],
                 "max_level": ds.max_level, "bitmask": ds.bitmask, "level_spacing": levels,
                 "files_url": f"/files/{quote(self.key)}/{quote(os.path.basename(self.path))}"}

@@ -3,6 +3,8 @@ the type aliases of the public signatures."""
 
 from __future__ import annotations
 
+import operator
+import os
 from typing import Any, Mapping, Sequence, Tuple, Union
 
 import numpy as np
@@ -24,28 +26,25 @@ _SCALARS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uin
 def parse_dtype(spec: DTypeLike) -> tuple[str, np.dtype, int]:
     """Local. Return ``(canonical_text, numpy_scalar_dtype, components)`` for a dtype given as text or NumPy.
 
-    Accepts ``"float32"``, ``"float32[3]"``, ``"3*float32"``, ``numpy.float32`` or ``np.dtype("f4")``.
-    Raises :class:`hzio.InvalidArgumentError` for anything else.
+    Accepts what ``numpy.dtype`` accepts for the supported scalars (``"float32"``, ``"f4"``, ``"<f4"``,
+    ``"u1"``, ``numpy.float32``, ``np.dtype("(3,)f4")``), plus the IDX forms ``"float32[3]"`` and
+    ``"3*float32"`` for vector fields. Raises :class:`hzio.InvalidArgumentError` for anything else,
+    including big-endian dtypes (IDX stores little-endian samples).
 
     Examples
     --------
     >>> import hzio, numpy as np
     >>> hzio.parse_dtype("3*uint8")
     ('uint8[3]', dtype('uint8'), 3)
-    >>> hzio.parse_dtype(np.float32)[0]
-    'float32'
+    >>> hzio.parse_dtype("<f4")[0], hzio.parse_dtype(np.float32)[0], hzio.parse_dtype("(2,)i2")[0]
+    ('float32', 'float32', 'int16[2]')
     """
     if not isinstance(spec, str):
         try:
             dt = np.dtype(spec)
-        except TypeError as e:
+        except (TypeError, ValueError) as e:
             raise InvalidArgumentError(f"not a dtype: {spec!r}") from e
-        if dt.subdtype is not None:
-            base, shape = dt.subdtype
-            if len(shape) != 1:
-                raise InvalidArgumentError(f"dtype {dt} must have one component axis")
-            return parse_dtype(f"{base.name}[{shape[0]}]")
-        spec = dt.name
+        return _from_numpy(dt, spec)
     text = spec.strip().lower()
     comps = 1
     if "*" in text:
@@ -55,10 +54,34 @@ def parse_dtype(spec: DTypeLike) -> tuple[str, np.dtype, int]:
         text, _, n = text[:-1].partition("[")
         comps = _count(n, spec)
     if text not in _SCALARS:
-        raise InvalidArgumentError(f"unknown dtype {spec!r} (expected int8..uint64, float32 or float64, "
-                                   "optionally [N])")
+        try:
+            dt = np.dtype(spec.strip() if comps == 1 else text)
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"unknown dtype {spec!r} (expected int8..uint64, float32 or float64 in "
+                                       "any form numpy.dtype accepts, optionally [N] for N components)") from None
+        name, scalar, inner = _from_numpy(dt, spec)
+        if inner > 1 and comps > 1:
+            raise InvalidArgumentError(f"dtype {spec!r} gives the component count twice")
+        text, comps = scalar.name, max(comps, inner)
     canonical = text if comps == 1 else f"{text}[{comps}]"
     return canonical, np.dtype(text), comps
+
+
+def _from_numpy(dt: np.dtype, spec: Any) -> tuple[str, np.dtype, int]:
+    comps = 1
+    if dt.subdtype is not None:
+        dt, shape = dt.subdtype
+        if len(shape) != 1 or not 1 <= shape[0] <= 64:
+            raise InvalidArgumentError(f"dtype {spec!r} must have one component axis of 1 to 64 components")
+        comps = int(shape[0])
+    if dt.byteorder == ">":
+        raise InvalidArgumentError(f"dtype {spec!r} is big-endian; IDX stores little-endian samples (use "
+                                   f"{dt.newbyteorder('<').str!r})")
+    if dt.name not in _SCALARS:
+        raise InvalidArgumentError(f"dtype {spec!r} ({dt}) is not supported (expected int8..uint64, float32 or "
+                                   "float64)")
+    canonical = dt.name if comps == 1 else f"{dt.name}[{comps}]"
+    return canonical, np.dtype(dt.name), comps
 
 
 def _count(n: str, spec: Any) -> int:
@@ -71,16 +94,72 @@ def _count(n: str, spec: Any) -> int:
     return c
 
 
+def fit_samples(array: Any, scalar: np.dtype, what: str) -> np.ndarray:
+    """Local. ``array`` as a C-contiguous array of ``scalar``, if every value fits; else InvalidArgumentError.
+
+    A value fits when it converts without overflow (floats) and exactly (integers, and integers stored
+    as floats): float64 data goes into a float32 field as NumPy rounds it, but ``1e40`` does not, nor
+    ``300`` into uint8, ``1.5`` into an integer field or ``2**60`` into float32 with another value.
+    ``what`` names the target in the message.
+    """
+    src = np.asarray(array)
+    if src.dtype.kind not in "biuf":
+        if src.ndim == 0 and isinstance(src.item(), int):  # a Python int beyond 64 bits
+            raise InvalidArgumentError(f"value {src.item()!r} does not fit {what} of dtype {scalar}")
+        raise InvalidArgumentError(f"cannot write {src.dtype} data to {what} of dtype {scalar}")
+    if np.can_cast(src.dtype, scalar, casting="safe"):
+        return np.asarray(src, dtype=scalar, order="C")
+    if src.dtype.kind == "f" and scalar.kind in "iu":
+        raise InvalidArgumentError(f"cannot write {src.dtype} data to {what} of dtype {scalar}: convert it to "
+                                   "integers explicitly")
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.asarray(src, dtype=scalar, order="C")
+        if src.dtype.kind == "f":  # float to a narrower float: only overflow loses a value
+            bad = np.isfinite(src) & ~np.isfinite(out)
+        elif scalar.kind in "iu":  # integers to narrower (or other-signed) integers: in range
+            info = np.iinfo(scalar)
+            bad = (src < info.min) | (src > info.max)
+        else:  # integers to floats: must convert back exactly
+            bad = out.astype(src.dtype) != src
+    if np.any(bad):
+        first = src[bad].flat[0] if src.ndim else src.item()
+        raise InvalidArgumentError(f"value {first!r} does not fit {what} of dtype {scalar}")
+    return out
+
+
 def check_samples(array: Any, field: str, scalar: np.dtype, comps: int, ndim: int) -> np.ndarray:
-    """Local. ``array`` as a NumPy array, if it casts safely to ``scalar`` and has the axes of ``field``'s samples."""
+    """Local. ``array`` as a C-contiguous ``scalar`` array, if its values fit (see :func:`fit_samples`) and it
+    has the axes of ``field``'s samples."""
     array = np.asarray(array)
-    if not np.can_cast(array.dtype, scalar, casting="safe"):
-        raise InvalidArgumentError(f"cannot write {array.dtype} data to field {field!r} of dtype {scalar} "
-                                   "without losing values; convert it explicitly")
     if array.ndim != ndim + (comps > 1) or (comps > 1 and array.shape[-1] != comps):
         extra = f" plus a last axis of {comps}" if comps > 1 else ""
         raise InvalidArgumentError(f"field {field!r} needs an array of {ndim} axes{extra}, got shape {array.shape}")
-    return array
+    return fit_samples(array, scalar, f"field {field!r}")
+
+
+def as_int(value: Any, what: str, minimum: int | None = None) -> int:
+    """Local. ``value`` as an int (``operator.index``: ints and NumPy integers, not floats or text), at least
+    ``minimum``; else InvalidArgumentError naming ``what``."""
+    try:
+        out = operator.index(value)
+    except TypeError:
+        raise InvalidArgumentError(f"{what} must be an integer, got {value!r}") from None
+    if minimum is not None and out < minimum:
+        raise InvalidArgumentError(f"{what} must be at least {minimum}, got {out}")
+    return out
+
+
+def as_path(path: Any) -> str:
+    """Local. ``os.fspath(path)`` as text, or InvalidArgumentError for anything that is not a path."""
+    try:
+        out = os.fspath(path)
+    except TypeError:
+        raise InvalidArgumentError(f"path must be a str or os.PathLike, got {path!r}") from None
+    if isinstance(out, bytes):
+        out = os.fsdecode(out)
+    if not out or "\0" in out:
+        raise InvalidArgumentError(f"path {path!r} is empty or holds a NUL character")
+    return out
 
 
 def to_xfirst(zyx: Sequence[int], ndim: int, fill: int) -> tuple[int, int, int]:

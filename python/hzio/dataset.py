@@ -6,16 +6,17 @@ vector fields, exactly as OpenVisus returns them.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Iterator, Literal, Sequence, TypeVar
 
 import numpy as np
 
 from . import _core
 from ._blocks import block_table
-from ._indexing import box_of_slices, plan, select
+from ._indexing import box_of_slices, empty_selection, normalize_key, plan_array, select
 from ._results import ProgressiveReport, QueryReport, ReadReport, WriteReport
-from ._types import BoxLike, check_samples, empty_for_read, parse_dtype, to_xfirst, to_zyx
-from ._views import FieldView, LevelView
+from ._types import BoxLike, check_samples, empty_for_read, fit_samples, parse_dtype, to_xfirst, to_zyx
+from ._views import Field, LevelView
 from ._views import check_level as _level
 from .errors import InvalidArgumentError, NotFoundError
 
@@ -24,6 +25,11 @@ _D = TypeVar("_D", bound="Dataset")
 
 class Dataset:
     """An IDX dataset opened by :func:`hzio.create` or :func:`hzio.open`. Use it as a context manager.
+
+    ``ds["name"]`` (or ``ds.field(name)``) is a field as an array (:class:`hzio.Field`); ``"name" in ds``
+    tests for a field. The dataset itself indexes, converts (``np.asarray``) and reports ``shape``,
+    ``dtype``, ``ndim``, ``size``, ``nbytes`` and ``len`` as its **first field** at its first timestep,
+    the default of every call, so a one-field dataset is an array; ``grid_shape`` is the grid alone.
 
     Examples
     --------
@@ -58,10 +64,56 @@ class Dataset:
         return self._core.path
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        """Local. Samples per axis, ``(nz, ny, nx)``, ``(ny, nx)`` or ``(nx,)``."""
+    def grid_shape(self) -> tuple[int, ...]:
+        """Local. Samples per axis of the grid, ``(nz, ny, nx)``, ``(ny, nx)`` or ``(nx,)``."""
         box = self._core.box
         return tuple(h - o for h, o in zip(to_zyx(box.hi, self._ndim), to_zyx(box.lo, self._ndim)))
+
+    @property
+    def grid_ndim(self) -> int:
+        """Local. Number of grid axes: 1, 2 or 3 (``box`` and ``offset`` arguments have this many values)."""
+        return self._ndim
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Local. The first field's array shape: ``grid_shape``, plus the component axis of a vector field."""
+        return self._first().shape
+
+    @property
+    def ndim(self) -> int:
+        """Local. ``len(shape)``: the grid's axes, plus one if the first field is a vector field."""
+        return len(self.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """Local. The first field's NumPy dtype (of one component)."""
+        return self._first().dtype
+
+    @property
+    def size(self) -> int:
+        """Local. Values of the first field at one timestep (``prod(shape)``)."""
+        return self._first().size
+
+    @property
+    def nbytes(self) -> int:
+        """Local. Bytes of the first field at one timestep, once read."""
+        return self._first().nbytes
+
+    def __len__(self) -> int:
+        """Local. Length of the first axis of ``shape``."""
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        """Planes of the first field along the first axis (Local; Collective on a dataset opened with comm)."""
+        return iter(self._first())
+
+    def __contains__(self, name: object) -> bool:
+        """Local. Whether the dataset has a field of this name."""
+        return name in self._fields
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """The first field, read whole (see :meth:`hzio.Field.__array__` for the size limit)."""
+        return self._first().__array__(dtype, copy)
 
     @property
     def origin(self) -> tuple[int, ...]:
@@ -71,11 +123,6 @@ class Dataset:
         array that starts at ``origin``, like a NumPy array of ``shape``.
         """
         return to_zyx(self._core.box.lo, self._ndim)
-
-    @property
-    def ndim(self) -> int:
-        """Local. Number of axes: 1, 2 or 3."""
-        return self._ndim
 
     @property
     def fields(self) -> dict[str, str]:
@@ -96,6 +143,34 @@ class Dataset:
     def bitmask(self) -> str:
         """Local. The bitmask, ``V`` followed by one axis digit per level."""
         return self._core.bitmask
+
+    @property
+    def physic_box(self) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+        """Local. The physical box ``((z0, y0, x0), (z1, y1, x1))`` that the dataset box maps onto, from the
+        .idx's ``(physic_box)``; None when the .idx has none (or it is malformed).
+
+        Sample ``i`` along an axis lies at ``p0 + (i - lo) * (p1 - p0) / n`` for a dataset box ``[lo, lo + n)``.
+        """
+        try:
+            values = [float(v) for v in self._core.physic_box.split()]
+        except ValueError:
+            return None
+        if len(values) < 2 * self._ndim:
+            return None
+        lo = tuple(values[0: 2 * self._ndim: 2])
+        hi = tuple(values[1: 2 * self._ndim: 2])
+        return lo[::-1], hi[::-1]
+
+    @property
+    def logic_to_physic(self) -> np.ndarray | None:
+        """Local. The .idx's ``(logic_to_physic)`` as an ``(ndim + 1, ndim + 1)`` matrix acting on x-first
+        homogeneous coordinates, as written there; None when absent (or malformed)."""
+        try:
+            values = np.array([float(v) for v in self._core.logic_to_physic.split()])
+        except ValueError:
+            return None
+        n = self._ndim + 1
+        return values.reshape(n, n) if values.size == n * n else None
 
     @property
     def bits_per_block(self) -> int:
@@ -129,23 +204,54 @@ class Dataset:
                 f"max_level={self.max_level} bitmask={self.bitmask} ({state})>")
 
     # ---------------------------------------------------------------- helpers
+    def _first(self) -> Field:
+        return Field(self, next(iter(self._fields)), None)
+
     def _field(self, field):
         if field is None:
             return next(iter(self._fields))
-        if field not in self._fields:
+        if not isinstance(field, str) or field not in self._fields:
             raise NotFoundError(f"dataset {self.path} has no field {field!r}; fields: {list(self._fields)}")
         return field
 
     def _time(self, time):
-        return self.times[0] if time is None else int(time)
+        if time is None:
+            return self.times[0]
+        try:
+            return int(time)
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"time must be an integer timestep, got {time!r}") from None
 
     def _box(self, box):
         if box is None:
             return self.origin, to_zyx(self._core.box.hi, self._ndim)
-        lo, hi = box
+        try:
+            lo, hi = box
+            lo, hi = tuple(operator.index(v) for v in lo), tuple(operator.index(v) for v in hi)
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"box must be ((z0, y0, x0), (z1, y1, x1)) with integers, got {box!r}") from None
         if len(lo) != self._ndim or len(hi) != self._ndim:
             raise InvalidArgumentError(f"box needs {self._ndim} coordinates per corner ([z, y, x] order), got {box!r}")
-        return tuple(int(v) for v in lo), tuple(int(v) for v in hi)
+        self._check_inside(lo, hi, "box")
+        return lo, hi
+
+    def _check_inside(self, lo, hi, what):
+        """Raise InvalidArgumentError, in the caller's [z, y, x] order, unless lo < hi lies in the dataset box."""
+        dlo, dhi = self.origin, to_zyx(self._core.box.hi, self._ndim)
+        if all(a <= l < h <= b for l, h, a, b in zip(lo, hi, dlo, dhi)):
+            return
+
+        def show(l, h):
+            return "[" + ", ".join(f"{a}:{b}" for a, b in zip(l, h)) + ")"
+
+        raise InvalidArgumentError(f"{what} {show(lo, hi)} ([z, y, x]) is empty or not inside the dataset box "
+                                   f"{show(dlo, dhi)}")
+
+    def _level_grid(self, level):
+        """``(origin, spacing, count)`` ([z, y, x]) of the samples of levels ``0..level`` over the whole dataset."""
+        grid = self._core.level_grid(to_xfirst(self.origin, self._ndim, 0),
+                                     to_xfirst(to_zyx(self._core.box.hi, self._ndim), self._ndim, 1), level)
+        return to_zyx(grid.origin, self._ndim), to_zyx(grid.spacing, self._ndim), to_zyx(grid.count, self._ndim)
 
     def _alloc(self, field, counts_zyx, out):
         _, scalar, comps = self._fields[field]
@@ -158,11 +264,13 @@ class Dataset:
         return out
 
     # ---------------------------------------------------------------- reads
-    def level_shape(self, level: int, box: BoxLike | None = None) -> tuple[int, ...]:
-        """Local. Shape of ``read(box, level)`` without reading."""
+    def level_shape(self, level: int, box: BoxLike | None = None, *, field: str | None = None) -> tuple[int, ...]:
+        """Local. Shape of ``read(box, level=level, field=field)`` without reading (with the component axis)."""
         lo, hi = self._box(box)
-        grid = self._core.level_grid(to_xfirst(lo, self._ndim, 0), to_xfirst(hi, self._ndim, 1), level)
-        return to_zyx(grid.count, self._ndim)
+        comps = self._fields[self._field(field)][2]
+        grid = self._core.level_grid(to_xfirst(lo, self._ndim, 0), to_xfirst(hi, self._ndim, 1),
+                                     _level(level, self.max_level))
+        return to_zyx(grid.count, self._ndim) + ((comps,) if comps > 1 else ())
 
     def read(self, box: BoxLike | None = None, *, level: int | None = None, field: str | None = None,
              time: int | None = None, out: np.ndarray | None = None) -> np.ndarray:
@@ -193,39 +301,47 @@ class Dataset:
         self.last_read_report = ReadReport._from_core(self._core.read_box(lo3, hi3, level, field, time, arr))
         return arr
 
-    def __getitem__(self, key: Any) -> np.ndarray:
-        """Full-resolution reads with NumPy's basic indexing (ints, slices with any step, ``...``).
-
-        Local; Collective on a dataset opened with comm.
+    def __getitem__(self, key: Any) -> Any:
+        """``ds["name"]``: the field as an array (:class:`hzio.Field`, Local). Any other key reads the first
+        field at full resolution with NumPy's basic indexing (ints, slices with any step, ``...``) over
+        ``shape``, component axis included: Local; Collective on a dataset opened with comm.
         """
+        if isinstance(key, str):
+            return self.field(key)
         return self._getitem(key, field=None, time=None)
 
     def _getitem(self, key, field, time):
+        def to_dataset_box():
+            lo, hi, picks = plan_array(key, self.grid_shape, self._fields[self._field(field)][2])
+            if lo is None:
+                return None, None, picks
+            return (tuple(a + o for a, o in zip(lo, self.origin)), tuple(a + o for a, o in zip(hi, self.origin)),
+                    picks)
+
+        return self._read_selected(to_dataset_box, field, time, None)
+
+    def _read_selected(self, to_dataset_box, field, time, level):
+        """Read the box ``to_dataset_box()`` plans (``(lo, hi, picks)``, ``lo`` None when empty) and apply the picks."""
+        lo, hi, picks = to_dataset_box()
         field = self._field(field)
-        lo, hi, picks = plan(key, self.shape)
-        if lo is not None:
-            lo = tuple(a + o for a, o in zip(lo, self.origin))
-            hi = tuple(a + o for a, o in zip(hi, self.origin))
         if lo is None:
-            _, scalar, comps = self._fields[field]
-            shape = tuple(len(p) for p in picks if not isinstance(p, int)) + ((comps,) if comps > 1 else ())
-            return np.empty(shape, dtype=scalar)
-        return select(self.read((lo, hi), field=field, time=time), picks)
+            return empty_selection(picks, self._fields[field][1])
+        return select(self.read((lo, hi), level=level, field=field, time=time), picks)
 
     def level(self, level: int, *, field: str | None = None, time: int | None = None) -> LevelView:
-        """A view whose ``[...]`` reads the samples of levels ``0..level`` inside a full-resolution box.
+        """A view of the samples of levels ``0..level``, indexed in that level's grid (see :class:`hzio.LevelView`).
 
         Making the view is Local; its ``[...]`` is Local, and Collective on a dataset opened with comm.
-        Only step-1 slices, ints and ``...`` are accepted; an int selects one plane and drops the axis.
         """
         return LevelView(self, _level(level, self.max_level), field, time)
 
-    def field(self, name: str, *, time: int | None = None) -> FieldView:
-        """A view with the same slicing for another field (and optionally another timestep).
+    def field(self, name: str, *, time: int | None = None) -> Field:
+        """The field ``name`` at timestep ``time`` (the first by default) as an array (:class:`hzio.Field`).
 
-        Making the view is Local; its ``[...]`` is Local, and Collective on a dataset opened with comm.
+        Making it is Local (raises hzio.NotFoundError if the dataset has no such field); its reads are
+        Local, and Collective on a dataset opened with comm.
         """
-        return FieldView(self, self._field(name), time)
+        return Field(self, self._field(name), None if time is None else self._time(time))
 
     def progressive(self, box: BoxLike | None = None, *, field: str | None = None, time: int | None = None,
                     levels: Sequence[int] | None = None) -> Iterator[tuple[int, np.ndarray]]:
@@ -337,7 +453,9 @@ class Dataset:
               time: int | None = None, copy: bool = True) -> None:
         """Local. Write ``array`` (``[z, y, x]`` plus a component axis for vector fields) at ``offset``.
 
-        The dtype must cast safely to the field's; the data is copied before returning and committed
+        Every value must fit the field's dtype (converting without overflow, and exactly for integers:
+        float64 data goes into a float32 field, ``1e40`` into float32 or ``300`` into uint8 raise
+        hzio.InvalidArgumentError); the data is copied before returning and committed
         on :meth:`flush` or :meth:`close`. ``copy`` is accepted for the same call to work on a dataset
         opened with ``comm=`` (where ``copy=False`` defers reading the array to the flush); here the
         samples are always encoded before returning.
@@ -348,32 +466,41 @@ class Dataset:
                     time: int | None) -> tuple[tuple[int, int, int], tuple[int, int, int], str, int, np.ndarray]:
         field, time = self._field(field), self._time(time)
         _, scalar, comps = self._fields[field]
-        array = check_samples(array, field, scalar, comps, self._ndim)
-        spatial = array.shape[:-1] if comps > 1 else array.shape
-        offset = (0,) * self._ndim if offset is None else tuple(int(v) for v in offset)
+        data = check_samples(array, field, scalar, comps, self._ndim)
+        spatial = data.shape[:-1] if comps > 1 else data.shape
+        try:
+            offset = self.origin if offset is None else tuple(operator.index(v) for v in offset)
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"offset must be {self._ndim} integers ([z, y, x]), got {offset!r}") from None
         if len(offset) != self._ndim:
             raise InvalidArgumentError(f"offset needs {self._ndim} values ([z, y, x] order), got {offset}")
         hi = tuple(o + n for o, n in zip(offset, spatial))
-        data = np.ascontiguousarray(array, dtype=scalar)
+        self._check_inside(offset, hi, f"write of shape {tuple(data.shape)} at offset {offset}: box")
         return to_xfirst(offset, self._ndim, 0), to_xfirst(hi, self._ndim, 1), field, time, data
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        """Local. ``ds[z0:z1, y0:y1, x0:x1] = array`` for step-1 slices (ints keep NumPy's axis dropping)."""
-        lo, hi, dropped = box_of_slices(key, self.shape, "assignment")
-        field = self._field(None)
-        comps = self._fields[field][2]
+        """Local. ``ds[z0:z1, y0:y1, x0:x1] = values`` writes the first field (see :meth:`hzio.Field.__setitem__`)."""
+        self._setitem(key, value, field=None, time=None)
+
+    def _setitem(self, key, value, field, time):
+        field = self._field(field)
+        _, scalar, comps = self._fields[field]
+        keys = normalize_key(key, self.grid_shape + ((comps,) if comps > 1 else ()))
+        if comps > 1 and (not isinstance(keys[-1], slice) or keys[-1].indices(comps) != (0, comps, 1)):
+            raise InvalidArgumentError(f"assignment to field {field!r} must cover all of its {comps} components")
+        lo, hi, dropped = box_of_slices(tuple(keys[: self._ndim]), self.grid_shape, "assignment")
         lo = tuple(a + o for a, o in zip(lo, self.origin))
         hi = tuple(a + o for a, o in zip(hi, self.origin))
-        if np.isscalar(value) and not isinstance(value, np.generic):
-            cast = np.asarray(value, dtype=self._fields[field][1])
-            if cast != value:
-                raise InvalidArgumentError(f"{value!r} does not fit field {field!r} of dtype {cast.dtype} exactly")
-            value = cast
-        value = np.asarray(value)
+        value = fit_samples(value, scalar, f"field {field!r}")
         shape = tuple(h - l for l, h in zip(lo, hi))
-        target = tuple(n for a, n in enumerate(shape) if a not in dropped) + ((comps,) if comps > 1 else ())
-        value = np.broadcast_to(value, target).reshape(shape + ((comps,) if comps > 1 else ()))
-        self.write(value, offset=lo, field=field)
+        tail = (comps,) if comps > 1 else ()
+        target = tuple(n for a, n in enumerate(shape) if a not in dropped) + tail
+        try:
+            value = np.broadcast_to(value, target).reshape(shape + tail)
+        except ValueError:
+            raise InvalidArgumentError(f"cannot assign values of shape {value.shape} to a selection of shape "
+                                       f"{target}") from None
+        self.write(value, offset=lo, field=field, time=time)
 
     def flush(self) -> WriteReport:
         """Local. Commit every write so far: data files made durable first, then the .idx replaced atomically.

@@ -25,6 +25,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from . import _core
+from ._indexing import empty_selection, select
 from ._results import ReadReport, WriteReport
 from ._types import BoxLike, to_xfirst, to_zyx
 from .dataset import Dataset, _level
@@ -99,17 +100,18 @@ class ParallelDataset(Dataset):
         self.last_read_report = ReadReport._from_core(self._pcore.read_box(lo3, hi3, level, field, time, arr, method))
         return arr
 
-    def _getitem(self, key, field, time):
-        # Every rank must take part in the collective read, even with an empty selection.
-        from ._indexing import plan
+    def _read_selected(self, to_dataset_box, field, time, level):
+        # Every rank must take part in the collective read, even with an empty selection or a wrong key.
         try:
-            lo, _, picks = plan(key, self.shape)
+            lo, hi, picks = to_dataset_box()
+            field = self._field(field)
         except Exception as e:
             self._join_failed_read(e)
             raise
         if lo is None:
-            self.read(box=(), field=field, time=time)
-        return super()._getitem(key, field, time) if lo is not None else self._empty(field, picks)
+            self.read(box=(), level=level, field=field, time=time)
+            return empty_selection(picks, self._fields[field][1])
+        return select(self.read((lo, hi), level=level, field=field, time=time), picks)
 
     def _join_failed_read(self, error: Exception) -> None:
         """The other ranks are in the collective read: join it with this rank's error (they raise the
@@ -118,11 +120,6 @@ class ParallelDataset(Dataset):
             self._pcore.fail_read(f"{type(error).__name__}: {error}")
         except Exception:
             pass
-
-    def _empty(self, field, picks):
-        _, scalar, comps = self._fields[self._field(field)]
-        shape = tuple(len(p) for p in picks if not isinstance(p, int)) + ((comps,) if comps > 1 else ())
-        return np.empty(shape, dtype=scalar)
 
     def write(self, array: Any, offset: Sequence[int] | None = None, *, field: str | None = None,
               time: int | None = None, copy: bool = True) -> None:

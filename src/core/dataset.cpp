@@ -199,12 +199,11 @@ Result<format::IdxFile> idx_for(const std::string& path, const CreateOptions& o)
     d.default_value = f.default_value;
     idx.fields.push_back(d);
   }
-  const int maxh = idx.bitmask.max_level();
-  if (o.bits_per_block < 0 || o.bits_per_block > maxh) {
-    return invalid_argument("bits_per_block " + std::to_string(o.bits_per_block) + " not in [1, " +
-                            std::to_string(maxh) + "]");
+  if (o.bits_per_block < 0) {
+    return invalid_argument("bits_per_block " + std::to_string(o.bits_per_block) + " is negative");
   }
-  idx.bits_per_block = o.bits_per_block;
+  // Beyond the bitmask's length the whole dataset is one block: clamped, as OpenVisus' CreateIdx does.
+  idx.bits_per_block = std::min(o.bits_per_block, idx.bitmask.max_level());
   if (o.blocks_per_file < -1) return invalid_argument("blocks_per_file must be positive, 0 (default) or -1 (one file)");
   idx.blocks_per_file = o.blocks_per_file;
   if (!o.times.empty()) {
@@ -310,6 +309,8 @@ Box Dataset::box() const { return impl_->idx_.box; }
 const std::vector<FieldSpec>& Dataset::fields() const { return impl_->field_specs_; }
 int Dataset::max_level() const { return impl_->idx_.bitmask.max_level(); }
 const std::string& Dataset::bitmask() const { return impl_->idx_.bitmask.text(); }
+const std::string& Dataset::physic_box() const { return impl_->idx_.physic_box; }
+const std::string& Dataset::logic_to_physic() const { return impl_->idx_.logic_to_physic; }
 int Dataset::bits_per_block() const { return impl_->idx_.bits_per_block; }
 int64_t Dataset::blocks_per_file() const { return impl_->idx_.blocks_per_file; }
 int64_t Dataset::block_count() const { return impl_->idx_.total_blocks(); }

@@ -127,7 +127,7 @@ def test_handwritten_minimal_idx_is_accepted(tmp_path):
     idx = tmp_path / "ok.idx"
     idx.write_text("(version)\n6\n(box)\n0 15 0 7\n(fields)\ndata uint8\n(bits)\nV0101010\n")
     with hzio.open(str(idx)) as ds:
-        assert tuple(ds.shape) == (8, 16) and ds.bits_per_block == 7 and ds.blocks_per_file == 1
+        assert tuple(ds.grid_shape) == (8, 16) and ds.bits_per_block == 7 and ds.blocks_per_file == 1
         np.testing.assert_array_equal(ds.read(), np.zeros((8, 16), np.uint8))  # no .bin at all
 
 
@@ -270,7 +270,7 @@ def writable(tmp_path):
 
 @pytest.mark.parametrize("array,kwargs,needles", [
     (np.zeros((4, 6, 8), np.float64), dict(field="u"), ("dtype", "float64", "uint8")),
-    (np.zeros((4, 6, 8), np.int8), dict(field="u"), ("dtype", "int8", "uint8")),
+    (np.full((4, 6, 8), -1, np.int8), dict(field="u"), ("fit", "-1", "uint8")),
     (np.zeros((4, 6, 8, 2), np.uint8), dict(field="u"), ("shape", "dimension")),
     (np.zeros((4, 6, 8), np.float32), dict(field="vec"), ("shape", "component", "3")),
     (np.zeros((4, 6, 8, 2), np.float32), dict(field="vec"), ("shape", "component", "3")),

@@ -90,7 +90,7 @@ def test_info_json_matches_the_api(volume):
     _, d = run_json("info", path)
     with hzio.open(path) as ds:
         assert d["path"] == ds.path
-        assert d["shape"] == list(ds.shape) == [13, 20, 35]
+        assert d["shape"] == list(ds.grid_shape) == [13, 20, 35]
         assert d["ndim"] == 3
         assert d["times"] == ds.times == [0, 5]
         assert {k: v["dtype"] for k, v in d["fields"].items()} == ds.fields
@@ -197,7 +197,7 @@ def test_convert_raw_round_trips_exactly(tmp_path, rng):
     proc = run("convert", tmp_path / "in.raw", out, "--shape", "6,11", "--dtype", "float64[3]", "--codec", "lz4")
     assert proc.returncode == 0, proc.stderr
     with hzio.open(out) as ds:
-        assert ds.shape == (6, 11) and ds.fields == {"data": "float64[3]"}
+        assert ds.grid_shape == (6, 11) and ds.shape == (6, 11, 3) and ds.fields == {"data": "float64[3]"}
         np.testing.assert_array_equal(ds.read(), array)
 
 

@@ -176,8 +176,8 @@ INDEX_SAMPLES = ["f32_3d_2fields_zip", "f32_3d_rowmajor_lz4", "i16_3d_npot_rowma
 
 def expected_block_stats(name, ds, field, time):
     """{block: (count, min, max)} from the sample's known values and HZ addresses (min/max per component)."""
-    src = he.sample_value(name, ds.shape, field=field, time=time)
-    block = he.hz_address(ds.bitmask, np.indices(ds.shape)) >> ds.bits_per_block
+    src = he.sample_value(name, ds.grid_shape, field=field, time=time)
+    block = he.hz_address(ds.bitmask, np.indices(ds.grid_shape)) >> ds.bits_per_block
     flat = src.reshape(block.size, -1)
     out = {}
     for b in np.unique(block):

@@ -24,9 +24,10 @@ INSERTS = ["(", ")", "[", "]", "{", "}", "+", "#", " ", "min(", "max(", "x)", "(
 
 
 def metadata(ds):
-    return {"shape": ds.shape, "origin": ds.origin, "fields": ds.fields, "codecs": ds.codecs, "layouts": ds.layouts,
-            "bitmask": ds.bitmask, "bits_per_block": ds.bits_per_block, "blocks_per_file": ds.blocks_per_file,
-            "times": ds.times, "defaults": [f.default_value for f in ds._core.fields]}
+    return {"shape": ds.grid_shape, "origin": ds.origin, "fields": ds.fields, "codecs": ds.codecs,
+            "layouts": ds.layouts, "bitmask": ds.bitmask, "bits_per_block": ds.bits_per_block,
+            "blocks_per_file": ds.blocks_per_file, "times": ds.times,
+            "defaults": [f.default_value for f in ds._core.fields]}
 
 
 def mutate(text, rng):
@@ -77,7 +78,7 @@ CASES = cases()
 
 
 def small_enough(ds):
-    return ds.bits_per_block <= 16 and max(ds.shape) <= 4096 and len(ds.times) < 1000
+    return ds.bits_per_block <= 16 and max(ds.grid_shape) <= 4096 and len(ds.times) < 1000
 
 
 @pytest.mark.parametrize("name,index,text", CASES, ids=[f"{n}-{i}" for n, i, _ in CASES])
@@ -100,7 +101,7 @@ def test_what_opens_for_writing_reads_back_the_same_after_a_commit(tmp_path, nam
         new_time = max(ds.times) + 1
         field = next(iter(ds.fields))
         try:
-            ds.write(np.zeros((1,) * ds.ndim + ((3,) if "[3]" in ds.fields[field] else ()),
+            ds.write(np.zeros((1,) * ds.grid_ndim + ((3,) if "[3]" in ds.fields[field] else ()),
                               dtype=ds._fields[field][1]), offset=ds.origin, field=field, time=new_time)
         except hzio.InvalidArgumentError:
             return  # a dataset with one timestep 0 and no time template: the .idx is never rewritten

@@ -211,7 +211,7 @@ def test_openvisus_writes_hzio_reads(openvisus, tmp_path, seed, index):
     info = oh.ov_info(path)
     ovdb = oh.ov_open(path)
     with hzio.open(path, mode="r") as ds:
-        assert tuple(ds.shape) == case.shape
+        assert tuple(ds.grid_shape) == case.shape
         assert dict(ds.fields) == dict(case.fields)
         assert list(ds.fields) == [n for n, _ in case.fields]
         assert list(ds.times) == info["times"]

@@ -289,7 +289,7 @@ def test_hzio_reads_collective_dataset_back(collective_run, seed, rng, nprocs, n
     case, result = collective_run(seed, nprocs, name)
     expected = write_random.expected_arrays(seed, case, nprocs)
     with hzio.open(result["parallel"]) as ds:
-        assert ds.shape == case["shape"]
+        assert ds.grid_shape == case["shape"]
         assert dict(ds.fields) == {f[0]: f[1] for f in case["fields"]}
         assert ds.times == _times(case)
         if case["bitmask"]:

@@ -23,7 +23,7 @@ import hzio.parallel
 import numpy as np
 import pytest
 from hzio import _core
-from hzio._views import FieldView, LevelView
+from hzio._views import Field, LevelView, _ArrayView
 
 SHAPE, BPB, BPF = (16, 32, 32), 10, 4
 BLOCKS = 2 ** 14 // 2 ** BPB  # 16
@@ -225,7 +225,7 @@ def test_core_query_arrays_are_views_of_the_result(written):
 
 PUBLIC_FUNCTIONS = [hzio.create, hzio.open, hzio.index, hzio.parse_dtype, hzio.errors.error_class, hzio.cli.main,
                     hzio.cli.build_parser]
-PUBLIC_CLASSES = [hzio.Dataset, hzio.parallel.ParallelDataset, LevelView, FieldView]
+PUBLIC_CLASSES = [hzio.Dataset, hzio.parallel.ParallelDataset, LevelView, Field, _ArrayView]
 
 
 def public_members():
@@ -264,7 +264,7 @@ def test_parallel_dataset_docstring_says_which_calls_are_collective():
     for call in ("write", "progressive", "query", "blocks", "verify_block", "metadata"):
         assert call in local, call
     for method in (hzio.Dataset.__getitem__, hzio.Dataset.level, hzio.Dataset.field, LevelView.__getitem__,
-                   FieldView.__getitem__):
+                   Field.__getitem__):
         assert "Collective on a dataset opened with comm" in " ".join(method.__doc__.split()), method
 
 

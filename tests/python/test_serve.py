@@ -225,7 +225,7 @@ def test_descriptions_match_the_written_datasets(data):
         with hzio.open(data.paths[name]) as ds:  # the spacing agrees with the library's level shapes
             for lv, s in enumerate(info["level_spacing"]):
                 want = tuple(-(-n // si) for n, si in zip(shape, s))
-                assert (1,) * (3 - ds.ndim) + tuple(ds.level_shape(lv)) == want, lv
+                assert (1,) * (3 - ds.grid_ndim) + tuple(ds.level_shape(lv)) == want, lv
 
 
 # -------------------------------------------------------------------------------------------------- slices
@@ -475,7 +475,7 @@ def test_remote_reads_through_the_served_files_equal_numpy(data):
     """hzio.open(server/files/<name>/<name>.idx) reads every field (a box and a coarse level too) as written."""
     bitmask = bitmask_on_disk(data.paths["vol"])
     with hzio.open(data.server.url + "files/vol/vol.idx") as ds:
-        assert ds.shape == SHAPE and ds.times == [0, 3]
+        assert ds.grid_shape == SHAPE and ds.times == [0, 3]
         for (name, f, t), a in data.arrays.items():
             if name == "vol":
                 np.testing.assert_array_equal(ds.read(field=f, time=t), a)
@@ -900,7 +900,7 @@ def test_a_box_that_does_not_start_at_0_has_slices_at_every_level(tmp_path):
     lo, hi = (2, 5, 3), (9, 15, 13)  # [z, y, x], exclusive
     bitmask = bitmask_on_disk(path)
     with hzio.open(path) as ds:
-        assert tuple(ds.origin) == lo and tuple(ds.shape) == (7, 10, 10)
+        assert tuple(ds.origin) == lo and tuple(ds.grid_shape) == (7, 10, 10)
         np.testing.assert_array_equal(ds.read(), source[2:9, 5:15, 3:13])
         levels = ds.max_level + 1
     empty_planes = 0
