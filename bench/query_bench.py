@@ -20,6 +20,7 @@ import time
 
 import hzio
 import numpy as np
+from bench_figures import add_plot_option, plot_after_run
 from bench_util import drop_page_cache, machine_facts, summarize, uptime_line, write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -243,6 +244,7 @@ def parse_args(argv):
     parser.add_argument("--dir", default=os.path.join(REPO_ROOT, "build", "bench_tmp"),
                         help="scratch folder on the disk to measure (default build/bench_tmp); emptied at the end")
     parser.add_argument("--json", default=os.path.join(HERE, "results", "query.json"), help="JSON output")
+    add_plot_option(parser)
     return parser.parse_args(argv)
 
 
@@ -308,6 +310,7 @@ def main(argv=None):
               "versions": {"hzio": hzio.__version__, "numpy": np.__version__,
                            "hzio_core_built": HZIO_BUILT}}
     write_json(args.json, report)
+    plot_after_run(args, "query_bench")
     return 0
 
 

@@ -22,6 +22,7 @@ from statistics import median
 
 import hzio
 import numpy as np
+from bench_figures import add_plot_option, plot_after_run
 from bench_util import drop_page_cache, machine_facts, summarize, uptime_line, write_json
 from mpi4py import MPI
 
@@ -339,6 +340,7 @@ def parse_args(argv):
     parser.add_argument("--parts", default="abcd", help="parts to run (default abcd; a always runs with c or d; "
                         "b needs 2+ ranks)")
     parser.add_argument("--mpi-threads", type=int, default=1, help="hzio threads per rank in part b (default 1)")
+    add_plot_option(parser)
     return parser.parse_args(argv)
 
 
@@ -409,6 +411,7 @@ def main(argv=None):
               "versions": {"hzio": hzio.__version__, "numpy": np.__version__,
                            "hzio_core_built": HZIO_BUILT}}
     write_json(args.json, report)
+    plot_after_run(args, "read_bench")
     return 0
 
 

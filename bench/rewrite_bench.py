@@ -24,6 +24,7 @@ import time
 
 import hzio
 import numpy as np
+from bench_figures import add_plot_option, plot_after_run
 from bench_util import machine_facts, uptime_line, write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -88,6 +89,7 @@ def main():
     parser.add_argument("--reps", type=int, default=9, help="repetitions; medians are reported (default 9)")
     parser.add_argument("--dir", default=os.path.join(REPO_ROOT, "build", "bench_tmp"), help="scratch folder")
     parser.add_argument("--json", default=os.path.join(HERE, "results", "rewrite_bench.json"), help="JSON output")
+    add_plot_option(parser)
     args = parser.parse_args()
     work = os.path.join(args.dir, f"rewrite_{os.getpid()}")
     os.makedirs(work, exist_ok=True)
@@ -119,6 +121,7 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
     print(uptime_line())
     write_json(args.json, report)
+    plot_after_run(args, "rewrite_bench")
 
 
 if __name__ == "__main__":

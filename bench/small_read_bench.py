@@ -10,7 +10,7 @@ h5py (per box, then their geometric mean; target <= 1, printed, never asserted) 
 pulled from the disk (``read_bytes`` of /proc/self/io). Every read is compared with the source; a mismatch
 fails the run. See bench/README.md.
 
-    .venv/bin/python bench/small_read_bench.py [--size 512] [--box 64] [--reps 7] [--plot]
+    .venv/bin/python bench/small_read_bench.py [--size 512] [--box 64] [--reps 7] [--no-plot]
 """
 
 import argparse
@@ -27,6 +27,7 @@ from typing import Any, Callable, NamedTuple
 
 import hzio
 import numpy as np
+from bench_figures import add_plot_option, plot_after_run
 from bench_util import drop_page_cache, machine_facts, tree_bytes, uptime_line, write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -325,38 +326,6 @@ def print_tables(summary: dict[str, Any], names: list[str], box_mib: float) -> N
                             f"{per[n]['fresh_cold']['median_import_ms']:.0f}" for n in names))
 
 
-def plot(summary: dict[str, Any], names: list[str], path: str, title: str) -> str | None:
-    """A bar chart of the medians (and of the cold bytes) next to the JSON; None if matplotlib is missing."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    per = summary["formats"]
-    fig, (ax_t, ax_b) = plt.subplots(1, 2, figsize=(16, 5))
-    width = 0.8 / len(names)
-    groups: dict[str, list[tuple[Any, str]]] = {
-        "ms": [(c, CASES[c]) for c in CASES],
-        "bytes": [((c, k), f"{CASES[c]}, {k}") for c in COLD_CASES for k in ("aligned", "unaligned")]}
-    for ax, kind in ((ax_t, "ms"), (ax_b, "bytes")):
-        for i, n in enumerate(names):
-            values = [per[n][g]["median_ms"] if kind == "ms"
-                      else per[n][g[0]]["median_read_bytes_by_kind"].get(g[1], 0) / MIB for g, _ in groups[kind]]
-            ax.bar([k + i * width for k in range(len(values))], values, width, label=n)
-        ax.set_xticks([k + 0.4 - width / 2 for k in range(len(groups[kind]))],
-                      [label.replace(": ", "\n").replace(", ", "\n") for _, label in groups[kind]], fontsize=7)
-    ax_t.set_yscale("log")
-    ax_t.set_ylabel("median ms (log)")
-    ax_t.legend()
-    ax_b.set_ylabel("MiB from the disk per cold read")
-    fig.suptitle(title)
-    fig.tight_layout()
-    png = os.path.splitext(path)[0] + ".png"
-    fig.savefig(png, dpi=100)
-    return png
-
-
 # ------------------------------------------------------------------------------------------ main
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -371,7 +340,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--dir", default=os.path.join(REPO_ROOT, "build", "bench_tmp"),
                         help="scratch folder on the disk to measure (default build/bench_tmp); emptied at the end")
     parser.add_argument("--json", default=os.path.join(HERE, "results", "small_read.json"), help="JSON output")
-    parser.add_argument("--plot", action="store_true", help="also a PNG bar chart next to the JSON (matplotlib)")
+    add_plot_option(parser)
     args = parser.parse_args(argv)
     if args.box < 2 or args.size < 2 * args.box:
         parser.error("--box must be at least 2 and --size at least twice --box")
@@ -441,10 +410,7 @@ def main(argv: list[str] | None = None) -> int:
               "uptime_after": uptime_after, "summary": summary, "samples": samples,
               "versions": {**versions, "hzio_core_built": HZIO_BUILT}}
     write_json(args.json, report)
-    if args.plot:
-        png = plot(summary, names, args.json, f"{args.box}^3 float32 box of a {args.size}^3 cube, medians of "
-                   f"{args.reps} repetitions x {len(positions)} boxes")
-        print(f"wrote {png}" if png else "no plot: matplotlib is not installed")
+    plot_after_run(args, "small_read_bench")
     return 0
 
 

@@ -30,6 +30,7 @@ import time
 
 import hzio
 import numpy as np
+from bench_figures import add_plot_option, plot_after_run
 from bench_util import machine_facts, summarize, uptime_line
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -209,6 +210,7 @@ def parse_args(argv):
     parser.add_argument("--dir", default=os.path.join(REPO_ROOT, "build", "bench_tmp"),
                         help="scratch folder on the disk to measure (default build/bench_tmp); emptied at the end")
     parser.add_argument("--json", default=os.path.join(HERE, "results", "stats_cost.json"), help="JSON output")
+    add_plot_option(parser)
     return parser.parse_args(argv)
 
 
@@ -247,6 +249,7 @@ def main(argv=None):
     with open(args.json, "w") as f:
         json.dump(out, f, indent=1)
     print(f"wrote {args.json}")
+    plot_after_run(args, "stats_cost_bench")
     return 0
 
 

@@ -54,6 +54,7 @@ from urllib.parse import urlencode
 
 import hzio
 import numpy as np
+from bench_figures import add_plot_option, plot_after_run
 from bench_util import drop_page_cache, machine_facts, uptime_line, write_json
 from hzio._serve import VIEWER_DIR, Server
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
@@ -501,6 +502,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "removed at the end")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder and its dataset")
     parser.add_argument("--json", default=None, help="also write the full report (every measurement) here")
+    add_plot_option(parser)
     parser.add_argument("--zoom-from", type=float, default=1.0,
                         help="(d) opens the page at this many times the fitted view's zoom (default 1: the "
                              "fitted view); below 1 the timed zoom starts from a coarser level")
@@ -578,6 +580,7 @@ def main(argv: list[str] | None = None) -> int:
                   "first_load": run["first_load"], "warmup": run["warmup"], "samples": run["samples"],
                   "versions": {**versions, "server_process_hzio_core_built": run["child_builds"]}}
         write_json(args.json, report)
+        plot_after_run(args, "viewer_bench")
     return 0
 
 

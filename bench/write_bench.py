@@ -20,6 +20,7 @@ import time
 
 import hzio
 import numpy as np
+from bench_figures import add_plot_option, plot_after_run
 
 MIB = 1 << 20
 
@@ -301,6 +302,7 @@ def bench_write(args):
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)
         print(f"wrote {args.json}")
+        plot_after_run(args, "write_bench")
     return 0 if result["verified"] else 1
 
 
@@ -470,6 +472,7 @@ def build_parser():
     w.add_argument("--dir", default="hzio_bench_tmp",
                    help="scratch folder; the run works in DIR/write_<pid> and removes it (default: ./hzio_bench_tmp)")
     w.add_argument("--json", metavar="PATH", help="also write the full results as JSON (rank 0)")
+    add_plot_option(w)
     return w
 
 

@@ -19,6 +19,7 @@ import time
 import hzio
 import numpy as np
 import OpenVisus as ov  # imported here so no timed case pays for loading the library
+from bench_figures import add_plot_option, plot_after_run
 from bench_util import drop_page_cache, fsync_tree, machine_facts, summarize, timed, tree_bytes, uptime_line, write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -284,6 +285,7 @@ def parse_args(argv):
     parser.add_argument("--pause", type=float, default=0,
                         help="seconds to wait before each timed write, after a sync (default 0); on a virtual "
                              "disk that slows down after sustained writes, a few seconds keep the cases comparable")
+    add_plot_option(parser)
     return parser.parse_args(argv)
 
 
@@ -329,6 +331,7 @@ def main(argv=None):
               "uptime_after": uptime_after, "targets": TARGETS, "results": summary, "ratios": ratio,
               "interop": interop, "versions": {"hzio": hzio.__version__, "numpy": np.__version__}}
     write_json(args.json, report)
+    plot_after_run(args, "write_read_bench")
     return 0
 
 
