@@ -38,6 +38,10 @@ struct WriteReport {
   int64_t bytes = 0;                 // sample bytes handed to write_box by all ranks
   int64_t file_bytes = 0;            // payload bytes stored in data files
   int64_t files = 0;                 // data files written
+  // Whether the bitmask is rank-conforming for the boxes of this write (hzio/index_template.hpp): each
+  // rank staged one box of the first field and timestep written, numbered in Z order. Always true for
+  // one process.
+  bool rank_conforming = true;
   PhaseTimes max;
   PhaseTimes mean;
   std::vector<LevelTimes> levels;

@@ -138,6 +138,8 @@ void bind_reports(nb::module_& m) {
       .def_ro("aggregators", &WriteReport::aggregators)
       .def_ro("rounds", &WriteReport::rounds)
       .def_ro("placement", &WriteReport::placement, "localized, uniform or serial.")
+      .def_ro("rank_conforming", &WriteReport::rank_conforming,
+              "Whether the bitmask is rank-conforming for the boxes of this write.")
       .def_ro("bytes", &WriteReport::bytes, "Sample bytes handed to write_box by all ranks.")
       .def_ro("file_bytes", &WriteReport::file_bytes, "Payload bytes stored in data files.")
       .def_ro("files", &WriteReport::files, "Data files written.")
@@ -145,7 +147,8 @@ void bind_reports(nb::module_& m) {
       .def_ro("mean", &WriteReport::mean)
       .def_ro("levels", &WriteReport::levels);
   def_repr(write, "WriteReport",
-           {"ranks", "aggregators", "rounds", "placement", "bytes", "file_bytes", "files", "max", "mean", "levels"});
+           {"ranks", "aggregators", "rounds", "placement", "bytes", "file_bytes", "files", "rank_conforming", "max",
+            "mean", "levels"});
 
   nb::class_<QueryResult> query(m, "QueryResult",
                                 "The matches of a value-range query; the arrays are views of its buffers.");

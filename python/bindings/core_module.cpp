@@ -4,12 +4,14 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
 #include "binding_util.hpp"
 #include "hzio/dataset.hpp"
+#include "hzio/index_template.hpp"
 #include "hzio/testing.hpp"
 
 namespace nb = nanobind;
@@ -218,6 +220,24 @@ NB_MODULE(_core, m) {
         return nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(data, 1, shape, owner);
       },
       nb::arg("bytes"));
+
+  // Indexing templates (hzio/index_template.hpp); boxes as (lo, hi) pairs of x-first triples.
+  m.def(
+      "rank_conforming_bitmask",
+      [](int ndim, const Triple& dims, const std::vector<std::pair<Triple, Triple>>& boxes) {
+        std::vector<Box> b;
+        for (const auto& [lo, hi] : boxes) b.push_back(box(lo, hi));
+        return take(rank_conforming_bitmask(ndim, bindings::point(dims), b));
+      },
+      nb::arg("ndim"), nb::arg("dims"), nb::arg("boxes"));
+  m.def(
+      "check_rank_conforming",
+      [](const std::string& bitmask, const std::vector<std::pair<Triple, Triple>>& boxes) {
+        std::vector<Box> b;
+        for (const auto& [lo, hi] : boxes) b.push_back(box(lo, hi));
+        check(check_rank_conforming(bitmask, b));
+      },
+      nb::arg("bitmask"), nb::arg("boxes"));
 
   m.attr("BLOCK_FLAG_CODEC_MASK") = kBlockFlagCodecMask;
   m.attr("BLOCK_FLAG_ROW_MAJOR") = kBlockFlagRowMajor;

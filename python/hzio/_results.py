@@ -121,6 +121,8 @@ class WriteReport(_Result):
     bytes: int  #: sample bytes handed to ``write`` by all ranks
     file_bytes: int  #: payload bytes stored in data files
     files: int  #: data files written
+    #: whether the bitmask is rank-conforming for this write's boxes (:func:`hzio.is_rank_conforming`)
+    rank_conforming: bool
     max: PhaseTimes
     mean: PhaseTimes
     levels: tuple[LevelTimes, ...]

@@ -440,6 +440,7 @@ WriteReport ParallelDataset::Impl::reduce(const parallel::WritePlan& plan, const
   r.placement = options_.placement == AggregatorPlacement::kLocalized ? "localized" : "uniform";
   r.bytes = bytes;
   r.files = plan.files;
+  r.rank_conforming = plan.rank_conforming;
   const std::vector<double> seconds = t.seconds();
   const std::vector<int64_t> counts = t.counts();
   std::vector<double> max(seconds.size()), sum(seconds.size());

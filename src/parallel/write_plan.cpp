@@ -7,6 +7,7 @@
 #include <set>
 
 #include "format/file_name.hpp"
+#include "hzio/index_template.hpp"
 
 namespace hzio::parallel {
 namespace {
@@ -48,6 +49,19 @@ int pick_localized(const std::set<int>& holders, std::vector<int64_t>& load, std
 }
 
 }  // namespace
+
+bool rank_conforming(const format::IdxFile& idx, const std::vector<BoxInfo>& boxes, int ranks) {
+  if (boxes.empty()) return false;
+  std::vector<Box> mine(static_cast<size_t>(ranks));
+  std::vector<int> count(static_cast<size_t>(ranks), 0);
+  for (const BoxInfo& b : boxes) {
+    if (b.field != boxes[0].field || b.time != boxes[0].time) continue;
+    mine[static_cast<size_t>(b.rank)] = b.box;
+    ++count[static_cast<size_t>(b.rank)];
+  }
+  if (std::any_of(count.begin(), count.end(), [](int n) { return n != 1; })) return false;
+  return check_rank_conforming(idx.bitmask.text(), mine).is_ok();
+}
 
 WritePlan make_write_plan(const format::IdxFile& idx, const hzorder::HzSpace& space, const std::vector<BoxInfo>& boxes,
                           int ranks, const PlanOptions& options, const std::vector<int64_t>& block_bytes) {
@@ -106,6 +120,7 @@ WritePlan make_write_plan(const format::IdxFile& idx, const hzorder::HzSpace& sp
   for (const auto& q : queue)
     for (size_t r = 0; r < q.size(); ++r) plan.rounds[r].push_back(q[r]);
   plan.aggregators = static_cast<int>(chosen.size());
+  plan.rank_conforming = rank_conforming(idx, boxes, ranks);
   return plan;
 }
 

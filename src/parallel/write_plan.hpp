@@ -36,6 +36,7 @@ struct WritePlan {
   int aggregators = 0;                   // distinct aggregator ranks
   int64_t files = 0;
   std::vector<std::vector<uint64_t>> box_blocks;  // HzSpace::blocks_of_box of each box (all levels), in input order
+  bool rank_conforming = false;                   // see rank_conforming() below
 };
 
 // What the plan needs of ParallelOptions (hzio/parallel.hpp, which brings <mpi.h>): who aggregates, how
@@ -45,6 +46,10 @@ struct PlanOptions {
   int aggregator_count = 0;
   size_t aggregator_bytes = size_t{256} << 20;
 };
+
+// Local, pure. Whether the bitmask is rank-conforming (hzio/index_template.hpp) for this write: every
+// rank staged exactly one box of the first box's field and timestep, and those boxes pass the check.
+bool rank_conforming(const format::IdxFile& idx, const std::vector<BoxInfo>& boxes, int ranks);
 
 // Local, deterministic. Builds the plan from every rank's boxes. block_bytes[f] = decoded bytes of one
 // block of field f.

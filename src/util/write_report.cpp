@@ -24,7 +24,8 @@ std::string WriteReport::to_json() const {
   std::string s = "{\"ranks\": " + std::to_string(ranks) + ", \"aggregators\": " + std::to_string(aggregators) +
                   ", \"rounds\": " + std::to_string(rounds) + ", \"placement\": \"" + placement +
                   "\", \"bytes\": " + std::to_string(bytes) + ", \"file_bytes\": " + std::to_string(file_bytes) +
-                  ", \"files\": " + std::to_string(files) + ", \"max\": " + phases(max) +
+                  ", \"files\": " + std::to_string(files) +
+                  ", \"rank_conforming\": " + (rank_conforming ? "true" : "false") + ", \"max\": " + phases(max) +
                   ", \"mean\": " + phases(mean) + ", \"levels\": [";
   for (size_t i = 0; i < levels.size(); ++i) {
     const auto& l = levels[i];
