@@ -3,6 +3,7 @@
 #include <mpi.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/unique_ptr.h>
@@ -10,6 +11,7 @@
 
 #include "binding_util.hpp"
 #include "hzio/parallel.hpp"
+#include "hzio/plan.hpp"
 
 namespace nb = nanobind;
 using namespace hzio;
@@ -39,6 +41,36 @@ ParallelOptions options(const std::string& placement, int aggregator_count, int6
 }  // namespace
 
 void bind_parallel(nb::module_& m) {
+  // The plan of a collective write simulated for any number of ranks (src/parallel/plan_summary.hpp), as
+  // JSON text: no MPI call.
+  m.def(
+      "simulate_write_plan",
+      [](std::vector<int64_t> dims, const std::vector<std::pair<Triple, Triple>>& boxes,
+         std::vector<std::string> dtypes, std::string bitmask, int bits_per_block, int64_t blocks_per_file,
+         std::string placement, int aggregator_count, int64_t aggregator_bytes, int partitions) {
+        WriteSimulation w;
+        w.dims = std::move(dims);
+        for (const auto& [lo, hi] : boxes) w.rank_boxes.push_back(box(lo, hi));
+        w.dtypes = std::move(dtypes);
+        w.bitmask = std::move(bitmask);
+        w.bits_per_block = bits_per_block;
+        w.blocks_per_file = blocks_per_file;
+        w.uniform = placement == "uniform";
+        w.aggregator_count = aggregator_count;
+        w.aggregator_bytes = aggregator_bytes;
+        w.partitions = partitions;
+        PlanSummary summary;
+        {
+          nb::gil_scoped_release release;
+          auto r = simulate_write_plan(w);
+          if (!r.is_ok()) throw HzioError{r.status()};
+          summary = std::move(r).value();
+        }
+        return summary.to_json();
+      },
+      nb::arg("dims"), nb::arg("boxes"), nb::arg("dtypes"), nb::arg("bitmask"), nb::arg("bits_per_block"),
+      nb::arg("blocks_per_file"), nb::arg("placement"), nb::arg("aggregator_count"), nb::arg("aggregator_bytes"),
+      nb::arg("partitions"));
   nb::class_<ParallelDataset>(m, "ParallelDataset")
       .def_static(
           "create",

@@ -34,11 +34,12 @@ from .errors import (
 )
 from .index_templates import grid_boxes, is_rank_conforming, rank_conforming_bitmask, why_not_rank_conforming
 from .indexing_stats import index
+from .planning import plan
 
 __version__ = "0.1.0"
 
 __all__ = ["create", "open", "index", "parse_dtype", "to_dask", "from_dask", "grid_boxes", "rank_conforming_bitmask",
-           "is_rank_conforming", "why_not_rank_conforming", "Dataset", "Field", "LevelView", "ReadReport",
+           "is_rank_conforming", "why_not_rank_conforming", "plan", "Dataset", "Field", "LevelView", "ReadReport",
            "QueryReport", "ProgressiveReport", "WriteReport", "PhaseTimes", "LevelTimes", "IndexReport", "Error",
            "FormatError", "CorruptError", "NotFoundError", "InvalidArgumentError", "IoError", "UnsupportedError",
            "InternalError"]

@@ -7,6 +7,7 @@
 
 #include "core/commit.hpp"
 #include "core/dataset_impl.hpp"
+#include "core/dataset_parts.hpp"
 #include "format/file_name.hpp"
 #include "core/dataset_path.hpp"
 #include "format/idx_text.hpp"
@@ -227,6 +228,10 @@ Result<format::IdxFile> idx_for(const std::string& path, const CreateOptions& o)
 }
 
 }  // namespace
+
+Result<format::IdxFile> core::idx_for_create(const std::string& path, const CreateOptions& options) {
+  return idx_for(path, options);
+}
 
 Dataset::Dataset(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 

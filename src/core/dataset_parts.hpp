@@ -22,6 +22,11 @@
 
 namespace hzio::core {
 
+// Local, pure. The .idx metadata Dataset::create writes for `path` (OpenVisus defaults filled in), without
+// touching the disk: the planner's simulation (src/parallel/plan_summary.cpp) uses it. Errors as create's
+// argument checks.
+Result<format::IdxFile> idx_for_create(const std::string& path, const CreateOptions& options);
+
 // A view of one dataset's parts; valid while the dataset lives. Every call is Local; thread safety as
 // of the part it reaches (DataFiles::locate is thread-safe, the commit steps are not).
 class DatasetParts {

@@ -197,7 +197,7 @@ TEST(Records, BlocksAssembledFromSeveralBoxesWriteTheFilesTheOneProcessWriterWri
         std::vector<std::byte> buffer;
         std::vector<int64_t> entries;
         for (size_t i = 0; i < boxes.size(); ++i)
-          for (uint64_t block : plan.box_blocks[i]) {
+          for (uint64_t block : *plan.box_blocks[i]) {
             const int64_t entry = format::entry_in_file(d.idx, 0, block);
             if (format::first_block_of_file(d.idx, static_cast<int64_t>(block)) != chunk.first_block ||
                 entry < chunk.entry_begin || entry >= chunk.entry_end)

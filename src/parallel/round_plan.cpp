@@ -32,7 +32,7 @@ RoundPlan plan_round(const format::IdxFile& idx, const WritePlan& plan, const st
     const Chunk& chunk = plan.chunks[static_cast<size_t>(c)];
     for (size_t i = 0; i < boxes.size(); ++i)
       if (boxes[i].time == chunk.time)
-        for (uint64_t block : in_chunk(chunk, boxes[i].field, plan.box_blocks[i]))
+        for (uint64_t block : in_chunk(chunk, boxes[i].field, *plan.box_blocks[i]))
           ++records_of[{c, entry_of(boxes[i].field, block)}];
   }
   const auto detached = [&](int c, int field, uint64_t block, const RecordShape& shape) {
@@ -57,7 +57,7 @@ RoundPlan plan_round(const format::IdxFile& idx, const WritePlan& plan, const st
       for (size_t k = 0; k < own.count; ++k) {
         const BoxInfo& st = boxes[own.first + k];
         if (st.time != chunk.time) continue;
-        for (uint64_t b : in_chunk(chunk, st.field, plan.box_blocks[own.first + k])) {
+        for (uint64_t b : in_chunk(chunk, st.field, *plan.box_blocks[own.first + k])) {
           const RecordShape shape = shape_of(st.field, st.box, b);
           const bool det = detached(c, st.field, b, shape);
           io.items.push_back({k, b, r, det, total, 0, det ? static_cast<int64_t>(shape.samples) : 0});
@@ -85,7 +85,7 @@ RoundPlan plan_round(const format::IdxFile& idx, const WritePlan& plan, const st
     for (size_t i = 0; i < boxes.size(); ++i) {
       const BoxInfo& b = boxes[i];
       if (b.time != chunk.time) continue;
-      for (uint64_t block : in_chunk(chunk, b.field, plan.box_blocks[i])) {
+      for (uint64_t block : in_chunk(chunk, b.field, *plan.box_blocks[i])) {
         entries.insert(entry_of(b.field, block));
         if (b.rank == rank) continue;
         const RecordShape shape = shape_of(b.field, b.box, block);

@@ -3,7 +3,9 @@
 #include "parallel/write_plan.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "format/file_name.hpp"
@@ -12,10 +14,26 @@
 namespace hzio::parallel {
 namespace {
 
+// One data file of one timestep: the ranks holding samples of it (sorted at the end) and which of its
+// header entries (field * blocks_per_file + slot) they write, as a bitset.
 struct Unit {
-  std::set<int> holders;
-  std::set<int64_t> entries;
+  std::vector<int> holders;
+  std::vector<uint64_t> entries;
+
+  void add(int rank, int64_t entry) {
+    if (holders.empty() || holders.back() != rank) holders.push_back(rank);
+    entries[static_cast<size_t>(entry) / 64] |= uint64_t{1} << (entry % 64);
+  }
+  template <class F>
+  void for_each_entry(F&& f) const {
+    for (size_t w = 0; w < entries.size(); ++w)
+      for (uint64_t bits = entries[w]; bits; bits &= bits - 1) f(static_cast<int64_t>(w * 64) + std::countr_zero(bits));
+  }
 };
+
+bool same_box(const BoxInfo& a, const BoxInfo& b) {
+  return a.rank == b.rank && a.time == b.time && a.box.lo == b.box.lo && a.box.hi == b.box.hi;
+}
 
 // Chunks hold at most this many decoded bytes even under a larger budget: aggregators start writing,
 // and the disk starts working, after a fraction of the data is exchanged (bench/write_bench.py chose
@@ -28,9 +46,8 @@ using UnitKey = std::pair<int64_t, int64_t>;  // time, first block
 // Localized placement (after the HiPC'17 aggregation paper): pick among the ranks holding the file's
 // samples, starting from the middle of the sorted holder list (the (i+1)/(n+1) position for one field
 // group), the least-loaded one; a cap on distinct aggregators reuses chosen ranks.
-int pick_localized(const std::set<int>& holders, std::vector<int64_t>& load, std::set<int>& chosen, int cap,
+int pick_localized(const std::vector<int>& h, std::vector<int64_t>& load, std::set<int>& chosen, int cap,
                    int64_t bytes) {
-  std::vector<int> h(holders.begin(), holders.end());
   std::vector<int> candidates;
   if (cap > 0 && static_cast<int>(chosen.size()) >= cap) {
     for (int r : h)
@@ -68,14 +85,34 @@ WritePlan make_write_plan(const format::IdxFile& idx, const hzorder::HzSpace& sp
   std::map<UnitKey, Unit> units;
   WritePlan plan;
   plan.box_blocks.reserve(boxes.size());
-  for (const BoxInfo& b : boxes) {
-    plan.box_blocks.push_back(space.blocks_of_box(b.box, 0, space.max_level()));
-    for (uint64_t block : plan.box_blocks.back()) {
-      const int64_t first = format::first_block_of_file(idx, static_cast<int64_t>(block));
-      Unit& u = units[{b.time, first}];
-      u.holders.insert(b.rank);
-      u.entries.insert(format::entry_in_file(idx, b.field, block));
+  const size_t entry_words = (idx.fields.size() * static_cast<size_t>(idx.blocks_per_file) + 63) / 64;
+  std::vector<std::pair<Unit*, int64_t>> unit_of_block;  // of the current box's blocks: file and slot
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    const BoxInfo& b = boxes[i];
+    // The fields of one box (usually staged one after the other) share its blocks and their files.
+    if (i == 0 || !same_box(b, boxes[i - 1])) {
+      plan.box_blocks.push_back(
+          std::make_shared<const std::vector<uint64_t>>(space.blocks_of_box(b.box, 0, space.max_level())));
+      unit_of_block.clear();
+      Unit* u = nullptr;
+      int64_t first = -1;
+      for (uint64_t block : *plan.box_blocks.back()) {
+        const int64_t f = format::first_block_of_file(idx, static_cast<int64_t>(block));
+        if (f != first) {
+          first = f;
+          u = &units[{b.time, f}];
+          if (u->entries.empty()) u->entries.assign(entry_words, 0);
+        }
+        unit_of_block.emplace_back(u, format::entry_in_file(idx, 0, block));
+      }
+    } else {
+      plan.box_blocks.push_back(plan.box_blocks.back());
     }
+    for (const auto& [u, slot] : unit_of_block) u->add(b.rank, b.field * idx.blocks_per_file + slot);
+  }
+  for (auto& [key, unit] : units) {
+    std::sort(unit.holders.begin(), unit.holders.end());
+    unit.holders.erase(std::unique(unit.holders.begin(), unit.holders.end()), unit.holders.end());
   }
   plan.files = static_cast<int64_t>(units.size());
   std::vector<int64_t> load(static_cast<size_t>(ranks), 0);
@@ -85,7 +122,7 @@ WritePlan make_write_plan(const format::IdxFile& idx, const hzorder::HzSpace& sp
   size_t k = 0;
   for (const auto& [key, unit] : units) {
     int64_t bytes = 0;
-    for (int64_t e : unit.entries) bytes += block_bytes[static_cast<size_t>(e / idx.blocks_per_file)];
+    unit.for_each_entry([&](int64_t e) { bytes += block_bytes[static_cast<size_t>(e / idx.blocks_per_file)]; });
     int agg = 0;
     if (options.uniform) {
       const int slots = options.aggregator_count > 0 ? std::min(options.aggregator_count, ranks) : ranks;
@@ -98,7 +135,7 @@ WritePlan make_write_plan(const format::IdxFile& idx, const hzorder::HzSpace& sp
     ++k;
     // Split the file into entry ranges whose decoded blocks fit the aggregator's budget.
     Chunk c{key.first, key.second, -1, -1, agg, 0};
-    for (int64_t e : unit.entries) {
+    unit.for_each_entry([&](int64_t e) {
       const int64_t eb = block_bytes[static_cast<size_t>(e / idx.blocks_per_file)];
       // An aggregator's first chunk is smaller still, so that the disk starts sooner.
       const int64_t cap = queue[agg].empty() ? std::min(chunk_cap, kFirstRoundBytes) : chunk_cap;
@@ -110,7 +147,7 @@ WritePlan make_write_plan(const format::IdxFile& idx, const hzorder::HzSpace& sp
       if (c.entry_begin < 0) c.entry_begin = e;
       c.entry_end = e + 1;
       c.bytes += eb;
-    }
+    });
     queue[agg].push_back(static_cast<int>(plan.chunks.size()));
     plan.chunks.push_back(c);
   }

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "format/idx_file.hpp"
@@ -35,8 +36,9 @@ struct WritePlan {
   std::vector<std::vector<int>> rounds;  // chunk indices of each round
   int aggregators = 0;                   // distinct aggregator ranks
   int64_t files = 0;
-  std::vector<std::vector<uint64_t>> box_blocks;  // HzSpace::blocks_of_box of each box (all levels), in input order
-  bool rank_conforming = false;                   // see rank_conforming() below
+  // HzSpace::blocks_of_box of each box (all levels), in input order; the fields of one box share a list.
+  std::vector<std::shared_ptr<const std::vector<uint64_t>>> box_blocks;
+  bool rank_conforming = false;  // see rank_conforming() below
 };
 
 // What the plan needs of ParallelOptions (hzio/parallel.hpp, which brings <mpi.h>): who aggregates, how

@@ -1,0 +1,74 @@
+"""The ``hzio plan`` subcommand: the plan of a collective write simulated for any number of ranks
+(:func:`hzio.plan`), as JSON or a table per level."""
+
+import json
+
+from ._cli_util import UsageError, parse_ints
+
+
+def plan(args):
+    """Print the simulated plan of ``hzio plan``. Local.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        ``global_shape``, ``grid`` (ranks per axis, z first), ``order``, ``dtype``, ``fields``,
+        ``bitmask``, ``template``, ``bits_per_block``, ``blocks_per_file``, ``placement``,
+        ``aggregator_count``, ``aggregator_bytes``, ``partitions`` and ``json``.
+
+    Returns
+    -------
+    int
+        0.
+    """
+    from .planning import plan as simulate
+
+    shape = parse_ints(args.global_shape, "--global")
+    grid = parse_ints(args.grid, "--grid")
+    if len(grid) != len(shape):
+        raise UsageError(f"--grid needs one rank count per axis of --global ({len(shape)}), got {args.grid!r}")
+    summary = simulate(shape, grid=grid, order=args.order, dtype=args.dtype, fields=args.fields,
+                       bitmask=args.bitmask, rank_conforming=args.template, bits_per_block=args.bits_per_block,
+                       blocks_per_file=args.blocks_per_file, placement=args.placement,
+                       aggregator_count=args.aggregator_count, aggregator_bytes=args.aggregator_bytes,
+                       partitions=args.partitions)
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    mib = 1 << 20
+    conforming = "rank-conforming" if summary["rank_conforming"] else "not rank-conforming"
+    print(f"{summary['ranks']} ranks, {len(shape)}-D {'x'.join(map(str, shape))}, {args.fields} x {args.dtype}, "
+          f"bitmask {summary['bitmask']} ({conforming})")
+    print(f"files {summary['files']}, chunks {summary['chunks']}, aggregators {summary['aggregators']}, "
+          f"rounds {summary['rounds']}, at most {summary['round_bytes_max'] / mib:.1f} MiB per aggregator and round; "
+          f"planned in {summary['seconds']:.2f} s")
+    head = (f"{'level':>5} {'blocks':>9} {'files':>6} {'aggs':>6} {'senders max':>11} {'mean':>8} {'msgs max':>9} "
+            f"{'mean':>8} {'MiB max':>9} {'MiB mean':>9} {'cross-partition':>15}")
+    print(head)
+    for lv in summary["levels"]:
+        print(f"{lv['level']:>5} {lv['blocks']:>9} {lv['files']:>6} {lv['aggregators']:>6} {lv['senders_max']:>11} "
+              f"{lv['senders_mean']:>8.1f} {lv['messages_max']:>9} {lv['messages_mean']:>8.1f} "
+              f"{lv['bytes_max'] / mib:>9.2f} {lv['bytes_mean'] / mib:>9.2f} {lv['cross_partition_messages']:>15}")
+    return 0
+
+
+def add_plan_arguments(p):
+    """Local. The options of ``hzio plan`` on an argparse parser."""
+    p.add_argument("--global", dest="global_shape", required=True, metavar="Z,Y,X",
+                   help="the dataset's shape, z first (e.g. 4096,4096,8192)")
+    p.add_argument("--grid", required=True, metavar="GZ,GY,GX", help="ranks per axis, z first (e.g. 32,64,64)")
+    p.add_argument("--order", default="row-major", choices=["row-major", "column-major", "morton"],
+                   help="how ranks are numbered over the grid (default row-major: x fastest)")
+    p.add_argument("--dtype", default="float32", help="every field's dtype (default float32)")
+    p.add_argument("--fields", type=int, default=1, help="number of fields (default 1)")
+    p.add_argument("--bitmask", default=None, help="the dataset's bitmask (default: the default for the shape)")
+    p.add_argument("--template", action="store_true",
+                   help="use the rank-conforming bitmask of the grid (hzio.rank_conforming_bitmask)")
+    p.add_argument("--bits-per-block", type=int, default=None)
+    p.add_argument("--blocks-per-file", type=int, default=None)
+    p.add_argument("--placement", default="localized", choices=["localized", "uniform"])
+    p.add_argument("--aggregator-count", type=int, default=0, help="cap on distinct aggregators (0: none)")
+    p.add_argument("--aggregator-bytes", type=int, default=256 << 20, help="an aggregator's memory per round")
+    p.add_argument("--partitions", type=int, default=1,
+                   help="label ranks by partition (a power of two) to count messages crossing partitions")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")

@@ -1,0 +1,24 @@
+// The per-level summary of a collective write plan (write_plan.hpp; the types and simulate_write_plan
+// are public, in hzio/plan.hpp). Pure computation. Layer: parallel.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hzio/plan.hpp"
+#include "parallel/write_plan.hpp"
+
+namespace hzio::parallel {
+
+// Local, pure. Summarizes `plan` (made by make_write_plan from these boxes). partition_of_rank[r] is
+// rank r's partition (empty: one partition). sample_bytes[f] = bytes of one sample of field f.
+PlanSummary summarize_write_plan(const format::IdxFile& idx, const hzorder::HzSpace& space,
+                                 const std::vector<BoxInfo>& boxes, int ranks, const WritePlan& plan,
+                                 const std::vector<int64_t>& sample_bytes, const std::vector<int>& partition_of_rank);
+
+// Local, pure. The partition (0 .. partitions - 1) of a sample: the top log2(partitions) bits of its Z
+// address under `bitmask` (the partition template is the bitmask's first log2(partitions) characters).
+int partition_of_point(const format::Bitmask& bitmask, int partitions, const Point& p);
+
+}  // namespace hzio::parallel

@@ -1,0 +1,77 @@
+"""``hzio plan``: the plan simulated in one process equals the plan the real ranks compute (their write
+report), its per-level figures follow from the decomposition, and the CLI prints it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import hzio
+import pytest
+
+pytestmark = pytest.mark.skipif(not getattr(hzio._core, "with_mpi", False), reason="hzio built without MPI")
+
+
+@pytest.mark.parametrize("case", [
+    dict(grid=[2, 2, 2], side=8, fields=2, bits_per_block=6, blocks_per_file=4, aggregator_bytes=4096,
+         placement="localized", order="row-major"),
+    dict(grid=[2, 4, 1], side=8, fields=3, bits_per_block=5, blocks_per_file=8, aggregator_bytes=1 << 20,
+         placement="uniform", order="morton"),
+], ids=["localized", "uniform"])
+def test_simulated_plan_equals_the_plan_of_8_real_ranks(tmp_path, case):
+    import mpi_launch
+    mpi_launch.skip_module_without_mpi()
+    result, describe = mpi_launch.run_json(8, "plan_vs_real", {"out": str(tmp_path), **case}, timeout=240)
+    assert result is not None, describe
+    real, sim = result["report"], result["simulated"]
+    for key in ("ranks", "aggregators", "rounds", "files", "rank_conforming"):
+        assert sim[key] == real[key], (key, sim[key], real[key])
+    real_blocks = {lv["level"]: lv["blocks"] for lv in real["levels"] if lv["blocks"]}
+    sim_blocks = {lv["level"]: lv["blocks"] for lv in sim["levels"]}  # every field's blocks
+    assert sim_blocks == real_blocks
+    assert sim["bytes"] == real["bytes"]
+
+
+def test_per_level_figures_follow_from_the_decomposition():
+    # 8 x 8 ranks of 16 x 16 samples, one field: the coarse block gets a sample from every rank but its
+    # aggregator, the finest level's files each come from the ranks that hold them.
+    p = hzio.plan((128, 128), grid=(8, 8), rank_conforming=True, bits_per_block=8, blocks_per_file=4)
+    assert p["ranks"] == 64 and p["rank_conforming"] and p["bitmask"] == hzio.rank_conforming_bitmask(
+        (128, 128), hzio.grid_boxes((128, 128), (8, 8)))
+    first, last = p["levels"][0], p["levels"][-1]
+    assert first["level"] == 8 and first["senders_max"] == 63 and first["aggregators"] == 1
+    assert last["level"] == 14 and last["blocks"] == 2 ** 13 // 2 ** 8
+    assert sum(lv["blocks"] for lv in p["levels"]) == 2 ** 14 // 2 ** 8
+    assert p["bytes"] == 128 * 128 * 4
+    # a finest file holds consecutive Z ranges, so with this bitmask a few neighbouring ranks send to it
+    assert 0 < last["senders_max"] < first["senders_max"] and last["files"] == last["aggregators"]
+    # partitions: messages crossing them exist only on levels whose blocks span partitions
+    q = hzio.plan((128, 128), grid=(8, 8), rank_conforming=True, bits_per_block=8, blocks_per_file=4, partitions=4)
+    assert q["levels"][0]["cross_partition_messages"] > 0 and q["levels"][-1]["cross_partition_messages"] == 0
+
+
+def test_bad_plans_raise_hzio_errors():
+    with pytest.raises(hzio.InvalidArgumentError):
+        hzio.plan((64, 64), grid=(2, 2), partitions=3)
+    with pytest.raises(hzio.InvalidArgumentError):
+        hzio.plan((64, 64), grid=(2, 2), placement="everywhere")
+    with pytest.raises(hzio.InvalidArgumentError):
+        hzio.plan((64, 64))
+    with pytest.raises(hzio.InvalidArgumentError):
+        hzio.plan((64, 64), grid=(3, 2), rank_conforming=True)
+
+
+def test_cli_prints_json_and_a_table():
+    cmd = [sys.executable, "-m", "hzio", "plan", "--global", "64,64,64", "--grid", "2,2,4", "--fields", "2",
+           "--dtype", "float64", "--partitions", "2"]
+    out = subprocess.run(cmd + ["--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["ranks"] == 16 and summary["partitions"] == 2
+    assert summary == {**hzio.plan((64, 64, 64), grid=(2, 2, 4), fields=2, dtype="float64", partitions=2),
+                       "seconds": summary["seconds"]}
+    table = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert table.returncode == 0 and "cross-partition" in table.stdout and "16 ranks" in table.stdout
+    bad = subprocess.run(cmd[:5] + ["--grid", "2,2"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--grid" in bad.stderr
