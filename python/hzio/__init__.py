@@ -31,18 +31,20 @@ from .errors import (
     IoError,
     NotFoundError,
     UnsupportedError,
+    WaitTimeoutError,
 )
 from .index_templates import grid_boxes, is_rank_conforming, rank_conforming_bitmask, why_not_rank_conforming
 from .indexing_stats import index
+from .io_ranks import start_io_ranks
 from .planning import plan
 
 __version__ = "0.1.0"
 
 __all__ = ["create", "open", "index", "parse_dtype", "to_dask", "from_dask", "grid_boxes", "rank_conforming_bitmask",
-           "is_rank_conforming", "why_not_rank_conforming", "plan", "Dataset", "Field", "LevelView", "ReadReport",
-           "QueryReport", "ProgressiveReport", "WriteReport", "PhaseTimes", "LevelTimes", "IndexReport", "Error",
-           "FormatError", "CorruptError", "NotFoundError", "InvalidArgumentError", "IoError", "UnsupportedError",
-           "InternalError"]
+           "is_rank_conforming", "why_not_rank_conforming", "plan", "start_io_ranks", "Dataset", "Field", "LevelView",
+           "ReadReport", "QueryReport", "ProgressiveReport", "WriteReport", "PhaseTimes", "LevelTimes", "IndexReport",
+           "Error", "FormatError", "CorruptError", "NotFoundError", "InvalidArgumentError", "IoError",
+           "UnsupportedError", "InternalError", "WaitTimeoutError"]
 
 
 _FIELD_OPTIONS = ("codec", "layout", "default_value")
@@ -104,7 +106,7 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: FieldsLike, *,
            codec: str = "raw", layout: str = "hzorder", times: Iterable[int] | None = None, overwrite: bool = False,
            durable: bool = True, threads: int = 0, comm: Any = None, placement: str = "localized",
            aggregator_count: int = 0, aggregator_bytes: int = 256 << 20,
-           sub_block_bits: int | None = None) -> Dataset:
+           sub_block_bits: int | None = None, io: Any = None) -> Any:
     """Create an IDX dataset and return it open for writing (a context manager).
 
     Local without ``comm``; Collective over ``comm`` (an mpi4py communicator), returning a
@@ -141,6 +143,10 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: FieldsLike, *,
         Cap on distinct aggregator ranks (0 = no cap).
     aggregator_bytes : int
         Memory an aggregator may take per round; larger files are written in several rounds.
+    io : hzio.io_ranks.IoRanks, optional
+        On the compute ranks of :func:`hzio.start_io_ranks`: the node's I/O ranks create and write the
+        dataset (``comm`` must be ``io.compute_comm`` or None); returns a
+        :class:`hzio.io_ranks.IoDataset`. Collective over the compute ranks.
     sub_block_bits : int, optional
         Besides per-block statistics, keep them for ``2**N`` equal parts of each block, so that
         queries read only the matching parts of raw blocks. ``None`` (default): parts of 4096 samples
@@ -157,6 +163,15 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: FieldsLike, *,
             [as_int(t, "a timestep") for t in (times or [])], bool(overwrite))
     threads = as_int(threads, "threads", 0)
     sub_blocks = _sub_blocks(sub_block_bits)
+    if io is not None:
+        from .io_ranks import create_through
+        if comm is not None and comm is not io.compute_comm:
+            raise InvalidArgumentError("with io=, comm must be io.compute_comm (or None)")
+        options = dict(bitmask=bitmask, bits_per_block=bits_per_block, blocks_per_file=blocks_per_file, codec=codec,
+                       layout=layout, times=args[6] or None, overwrite=bool(overwrite), durable=bool(durable),
+                       threads=threads, placement=placement, aggregator_count=aggregator_count,
+                       aggregator_bytes=aggregator_bytes, sub_block_bits=sub_block_bits)
+        return create_through(io, args[0], shape, {f[0]: f[1] for f in args[2]}, args[2], options)
     if comm is not None:
         from .parallel import create_parallel
         return create_parallel(comm, *args, bool(durable), threads or 1, _text(placement, "placement"),
@@ -192,5 +207,7 @@ def open(path: str | os.PathLike, *, mode: str = "r", durable: bool = True, thre
         return open_parallel(comm, path, mode == "r+", bool(durable), threads or 1, _text(placement, "placement"),
                              as_int(aggregator_count, "aggregator_count", 0),
                              as_int(aggregator_bytes, "aggregator_bytes", 1), bool(verify), bool(allow_outside_folder))
-    return Dataset(_core.Dataset.open(path, mode == "r+", bool(durable), threads, bool(verify),
-                                      bool(allow_outside_folder)))
+    reopen = (path, mode == "r+", bool(durable), threads, bool(verify), bool(allow_outside_folder))
+    ds = Dataset(_core.Dataset.open(*reopen))
+    ds._reopen = reopen
+    return ds

@@ -18,7 +18,7 @@ from ._results import ProgressiveReport, QueryReport, ReadReport, WriteReport
 from ._types import BoxLike, check_samples, empty_for_read, fit_samples, parse_dtype, to_xfirst, to_zyx
 from ._views import Field, LevelView
 from ._views import check_level as _level
-from .errors import InvalidArgumentError, NotFoundError
+from .errors import InvalidArgumentError, NotFoundError, WaitTimeoutError
 
 _D = TypeVar("_D", bound="Dataset")
 
@@ -56,6 +56,39 @@ class Dataset:
         self._fields = {f.name: parse_dtype(f.dtype) for f in core.fields}
         self.last_read_report = None
         self.last_write_report = None
+        self._reopen: tuple | None = None  # hzio.open's arguments, for refresh()
+
+    # ---------------------------------------------------------------- live datasets (Local)
+    def refresh(self) -> bool:
+        """Local. See what other processes committed since this dataset was opened (new timesteps above
+        all): re-open it if its .idx changed. Returns True if it changed. Only for datasets opened
+        read-only with :func:`hzio.open`; every read already sees one committed state, never a partial one.
+        """
+        if self._reopen is None or self._reopen[1]:
+            raise InvalidArgumentError("refresh() is for datasets opened read-only with hzio.open")
+        fresh = _core.Dataset.open(*self._reopen)
+        if list(fresh.times) == self.times and fresh.bitmask == self.bitmask and \
+                [f.name for f in fresh.fields] == list(self._fields):
+            fresh.close()
+            return False
+        old, self._core = self._core, fresh
+        self._ndim = fresh.ndim
+        self._fields = {f.name: parse_dtype(f.dtype) for f in fresh.fields}
+        old.close()
+        return True
+
+    def wait_for_time(self, time: int, timeout: float | None = None, poll: float = 0.05) -> None:
+        """Local. Block until timestep ``time`` is committed (polling :meth:`refresh` every ``poll`` seconds);
+        raises TimeoutError (an hzio.Error) after ``timeout`` seconds."""
+        import time as clock
+
+        want = self._time(time)
+        deadline = None if timeout is None else clock.monotonic() + float(timeout)
+        while want not in self.times:
+            if deadline is not None and clock.monotonic() >= deadline:
+                raise WaitTimeoutError(f"timestep {want} of {self.path} was not committed within {timeout} s")
+            clock.sleep(poll)
+            self.refresh()
 
     # ---------------------------------------------------------------- metadata (all Local)
     @property

@@ -44,6 +44,10 @@ class UnsupportedError(Error):
     """Valid IDX, but a feature hzio does not implement."""
 
 
+class WaitTimeoutError(Error, TimeoutError):
+    """What was waited for (a timestep to be committed) did not happen in time."""
+
+
 class InternalError(Error):
     """A bug in hzio."""
 

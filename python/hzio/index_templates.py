@@ -46,7 +46,7 @@ def grid_boxes(shape: Sequence[int], grid: Sequence[int], order: str = "row-majo
         if any(g & (g - 1) for g in grid):
             raise InvalidArgumentError(f"morton order needs power-of-two grid sides, got {grid}")
         positions.sort(key=lambda p: _morton_key(p, grid))
-    boxes = []
+    boxes: list[BoxLike] = []
     for p in positions:
         lo = tuple(min(i * s, n) for i, s, n in zip(p, side, shape))
         hi = tuple(min((i + 1) * s, n) for i, s, n in zip(p, side, shape))

@@ -1,0 +1,123 @@
+"""Dedicated I/O ranks: the files equal the synchronous collective write of the same boxes, byte for
+byte, with nodes emulated by $HZIO_RANKS_PER_NODE, one or two I/O ranks per node and buffers smaller than
+a timestep (back-pressure); the I/O side's errors reach the compute ranks; a reader in another process
+sees each timestep once it is committed (refresh, wait_for_time). Oracles: the synchronous write's
+files and the NumPy arrays written."""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import hzio
+import numpy as np
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+def _same_trees(a: Path, b: Path) -> list[str]:
+    names_a = sorted(p.relative_to(a).as_posix() for p in a.rglob("*") if p.is_file())
+    names_b = sorted(p.relative_to(b).as_posix() for p in b.rglob("*") if p.is_file())
+    if names_a != names_b:
+        return [f"file lists differ: {names_a} vs {names_b}"]
+    return [n for n in names_a if not filecmp.cmp(a / n, b / n, shallow=False)]
+
+
+def _run(nprocs, per_node_env, payload, timeout=300):
+    import mpi_launch
+    mpi_launch.skip_module_without_mpi()
+    old = os.environ.get("HZIO_RANKS_PER_NODE")
+    os.environ["HZIO_RANKS_PER_NODE"] = str(per_node_env)
+    try:
+        return mpi_launch.run_json(nprocs, "io_ranks_write", payload, timeout=timeout)
+    finally:
+        if old is None:
+            del os.environ["HZIO_RANKS_PER_NODE"]
+        else:
+            os.environ["HZIO_RANKS_PER_NODE"] = old
+
+
+@pytest.mark.parametrize("nprocs,node,per_node,buffer,codec", [
+    (3, 3, 1, 48 << 10, "zip"),        # one node: 2 compute ranks, 1 I/O rank, a buffer below one timestep
+    (6, 3, 1, 1 << 20, "raw"),         # two nodes, one I/O rank each
+    (5, 5, 2, 32 << 10, "lz4"),        # one node with two I/O ranks
+    (9, 3, 1, 96 << 10, "zip-Z_BEST_SPEED"),  # three nodes
+], ids=["3ranks", "6ranks-2nodes", "5ranks-2io", "9ranks-3nodes"])
+def test_files_equal_the_synchronous_write(tmp_path, nprocs, node, per_node, buffer, codec):
+    result, describe = _run(nprocs, node, {"out": str(tmp_path), "per_node": per_node, "buffer_bytes": buffer,
+                                           "steps": 3, "codec": codec, "seed": nprocs})
+    assert result is not None, describe
+    assert result["compute_ranks"] == nprocs - per_node * (nprocs // node)
+    assert _same_trees(tmp_path / "io", tmp_path / "sync") == []
+    sys.path.insert(0, str(HERE / "mpi_scripts"))
+    from io_ranks_write import arrays
+    with hzio.open(str(tmp_path / "io" / "run.idx")) as ds:
+        assert ds.times == [0, 1, 2]
+        for step in range(3):
+            want = arrays(tuple(result["shape"]), step, nprocs)
+            np.testing.assert_array_equal(ds.read(field="t", time=step), want["t"])
+            np.testing.assert_array_equal(ds.read(field="w", time=step), want["w"])
+    flushes = [r for rank in result["reports"] for r in rank]
+    assert all(r["copied"] > 0 for r in flushes)
+    if buffer < 64 << 10:  # smaller than a rank's share of one timestep: flushes waited for buffer space
+        assert any(r["reason"] == "buffer full" and r["waited"] > 0 for r in flushes), flushes
+        assert any(r["pieces"] > 1 for r in flushes)
+
+
+def test_an_error_on_the_io_side_reaches_every_compute_rank(tmp_path):
+    (tmp_path / "a-file").write_text("not a folder")
+    bad = str(tmp_path / "a-file" / "run.idx")
+    result, describe = _run(3, 3, {"out": str(tmp_path), "per_node": 1, "buffer_bytes": 1 << 16, "steps": 1,
+                                   "codec": "raw", "seed": 0, "bad_path": bad})
+    assert result is not None, describe
+    assert len(result["errors"]) == 2 and all(e and "could not create" in e for e in result["errors"])
+
+
+def test_start_io_ranks_checks_its_arguments():
+    pytest.importorskip("mpi4py")
+    from mpi4py import MPI
+    with pytest.raises(hzio.InvalidArgumentError):
+        hzio.start_io_ranks(MPI.COMM_SELF, per_node=1)  # a node of one rank has no compute rank left
+    with pytest.raises(hzio.InvalidArgumentError):
+        hzio.start_io_ranks(MPI.COMM_SELF, buffer_bytes=10)
+
+
+WRITER = textwrap.dedent("""
+    import sys, time, numpy as np, hzio
+    path, steps = sys.argv[1], int(sys.argv[2])
+    with hzio.create(path, shape=(32, 32, 32), fields={"t": "float32"}, times=[0], overwrite=True) as ds:
+        ds.write(np.full((32, 32, 32), 0, np.float32), time=0)
+    for step in range(1, steps):
+        time.sleep(0.2)
+        with hzio.open(path, mode="r+") as ds:
+            ds.write(np.full((32, 32, 32), step, np.float32), time=step)
+""")
+
+
+def test_a_reader_sees_each_timestep_once_committed(tmp_path):
+    path = str(tmp_path / "live.idx")
+    steps = 5
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, path, str(steps)])
+    try:
+        deadline = 60
+        import time
+        start = time.monotonic()
+        while not os.path.exists(path):
+            assert time.monotonic() - start < deadline
+            time.sleep(0.02)
+        with hzio.open(path) as ds:
+            for step in range(steps):
+                ds.wait_for_time(step, timeout=deadline)
+                assert step in ds.times
+                got = ds.read(time=step)
+                assert np.all(got == step), step  # never a partial timestep
+            assert not ds.refresh()  # nothing new after the last commit
+            with pytest.raises(hzio.WaitTimeoutError):
+                ds.wait_for_time(steps + 1, timeout=0.3)
+    finally:
+        assert writer.wait(timeout=60) == 0
