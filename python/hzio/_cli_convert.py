@@ -1,31 +1,44 @@
-"""The ``hzio convert`` subcommand: a .npy or headerless binary array to a new IDX dataset, written in z slabs.
+"""The ``hzio convert`` subcommand: .npy, headerless binary, HDF5, NetCDF or Zarr input to a new IDX dataset,
+streamed box by box in bounded memory, on one process or collectively under ``mpiexec``.
 
-The input is memory-mapped, so arrays larger than memory convert in bounded memory; a hand-made progress
-bar (percentage and MiB/s) goes to stderr.
+The input is read by :mod:`hzio._convert_sources`; the boxes follow the dataset's bitmask
+(:func:`hzio._slabs.hz_boxes`), so each block is written once, except one coarse block per box.
 """
 
+from __future__ import annotations
+
 import os
-import sys
 import time
 
 import numpy as np
 
 import hzio
 
-from ._cli_util import MIB, UsageError, parse_dtype_option, parse_ints
+from ._cli_index import world_comm
+from ._cli_util import MIB, UsageError, print_json
+from ._convert_sources import open_input
+from ._progress import progress_bar, wanted
+from ._slabs import hz_boxes, parse_bytes
 
 SLAB_BYTES = 64 * MIB
-_NPY_MAGIC = b"\x93NUMPY"
+# One process commits once the coarse blocks its boxes share, held decoded until a commit, reach this
+# (or --slab-bytes when larger): a bound on that memory that costs few commits (each rewrites those blocks).
+COMMIT_BYTES = 16 * MIB
 
 
 def convert(args):
-    """Run ``hzio convert``: write INPUT (.npy or headerless binary) into a new dataset OUTPUT.idx.
+    """Run ``hzio convert``: write INPUT's variables (fields) and time axis (timesteps) into OUTPUT.idx.
+
+    Local on one process; Collective under ``mpiexec`` with several ranks (``MPI.COMM_WORLD``): the
+    boxes are shared round robin, every rank reads its own from the input, and each round of boxes is
+    written and committed collectively. The files are the same bytes either way.
 
     Parameters
     ----------
     args : argparse.Namespace
-        ``input``, ``output``, ``shape``, ``dtype``, ``field``, ``codec``, ``layout``,
-        ``bits_per_block``, ``blocks_per_file``, ``overwrite`` and ``progress`` (None: only on a tty).
+        ``input``, ``output``, ``format``, ``variables``, ``time_dim``, ``shape``, ``dtype``, ``field``,
+        ``codec``, ``layout``, ``bits_per_block``, ``blocks_per_file``, ``slab_bytes``, ``overwrite``,
+        ``progress`` (None: only on a terminal) and ``json``.
 
     Returns
     -------
@@ -35,150 +48,94 @@ def convert(args):
     Raises
     ------
     hzio._cli_util.UsageError
-        Missing or inconsistent ``--shape``/``--dtype``, or a headerless file whose size does not match them.
+        Bad options, an input hzio cannot take (missing variable, shapes that differ, more than three
+        spatial axes, an unsupported dtype), or an existing OUTPUT without ``--overwrite``.
     hzio.Error, OSError
         From reading the input or writing the dataset.
     """
     if os.path.isfile(args.output) and not args.overwrite:  # other path problems: hzio.create says what is wrong
         raise UsageError(f"dataset {args.output} exists; pass --overwrite to replace it")
-    source, spatial, dtype_text = load_input(args.input, args.shape, args.dtype)
-    show = sys.stderr.isatty() if args.progress is None else args.progress
-    bar = ProgressBar(source.nbytes, sys.stderr if show else None)
-    start = time.perf_counter()
-    with hzio.create(args.output, shape=spatial, fields={args.field: dtype_text}, codec=args.codec,
-                     layout=args.layout, bits_per_block=args.bits_per_block,
-                     blocks_per_file=args.blocks_per_file, overwrite=args.overwrite) as ds:
-        for lo, hi in slabs(spatial[0], source.nbytes // spatial[0], SLAB_BYTES):
-            # np.array copies the mapped slab into a writable array: Dataset.write rejects read-only arrays.
-            ds.write(np.array(source[lo:hi], order="C"), offset=(lo,) + (0,) * (len(spatial) - 1))
-            bar.update(source.nbytes * hi // spatial[0])
-        bar.message("committing")
-    bar.finish()
-    seconds = time.perf_counter() - start
-    mib = source.nbytes / MIB
-    print(f"wrote {args.output} (field {args.field}: {dtype_text}, codec {args.codec}, "
-          f"shape {'x'.join(map(str, spatial))}): {mib:.1f} MiB in {seconds:.2f} s "
-          f"({mib / max(seconds, 1e-9):.1f} MiB/s)")
+    slab_bytes = SLAB_BYTES if args.slab_bytes is None else parse_bytes(args.slab_bytes, "--slab-bytes")
+    comm = world_comm()
+    source = open_input(args.input, fmt=args.format, variables=args.variables, time_dim=args.time_dim,
+                        shape=args.shape, dtype=args.dtype, field=args.field)
+    try:
+        result = _convert(args, source, comm, slab_bytes)
+    finally:
+        source.close()
+    if comm is not None and comm.Get_rank() != 0:
+        return 0
+    if args.json:
+        print_json(result)
+    else:
+        mib = result["bytes"] / MIB
+        fields = ", ".join(f"{n}: {d}" for n, d in result["fields"].items())
+        times = f", {len(result['times'])} timesteps" if source.timed else ""
+        print(f"wrote {result['output']} (fields {fields}; codec {args.codec}, shape "
+              f"{'x'.join(map(str, result['shape']))}{times}): {mib:.1f} MiB in {result['seconds']:.2f} s "
+              f"({mib / max(result['seconds'], 1e-9):.1f} MiB/s)")
     return 0
 
 
-def load_input(path, shape_text, dtype_text):
-    """Memory-map the input array.
-
-    Parameters
-    ----------
-    path : str
-        A .npy file (recognised by its magic bytes) or a headerless binary file.
-    shape_text, dtype_text : str or None
-        The ``--shape`` and ``--dtype`` options; both required for headerless input, ``--shape`` refused for .npy.
-
-    Returns
-    -------
-    (numpy.ndarray, tuple of int, str)
-        The array (read-only map), its spatial shape ([z, y, x]) and the field dtype text for
-        :func:`hzio.create`.
-    """
-    with open(path, "rb") as f:
-        is_npy = f.read(len(_NPY_MAGIC)) == _NPY_MAGIC
-    if is_npy:
-        return _load_npy(path, shape_text, dtype_text)
-    if shape_text is None or dtype_text is None:
-        raise UsageError(f"{path} is not a .npy file: headerless binary input needs --shape Z,Y,X and --dtype")
-    return _load_raw(path, parse_ints(shape_text, "--shape"), dtype_text)
+def _convert(args, source, comm, slab_bytes):
+    rank, size = (0, 1) if comm is None else (comm.Get_rank(), comm.Get_size())
+    extra = {} if comm is None else {"comm": comm, "aggregator_bytes": slab_bytes}
+    start = time.perf_counter()
+    total = source.sample_bytes * int(np.prod(source.spatial)) * len(source.times)
+    with hzio.create(args.output, shape=source.spatial, fields=source.fields, codec=args.codec,
+                     layout=args.layout, bits_per_block=args.bits_per_block, blocks_per_file=args.blocks_per_file,
+                     times=source.times if source.timed else None, overwrite=args.overwrite, **extra) as ds:
+        boxes = hz_boxes(ds.bitmask, source.spatial, source.sample_bytes, slab_bytes)
+        with progress_bar(wanted(args.progress, rank), total, "convert") as bar:
+            if comm is None:
+                _write_alone(ds, source, boxes, bar, slab_bytes)
+            else:
+                _write_together(ds, source, boxes, bar, comm)
+            bar.set_postfix_str("committing")
+        output = ds.path
+    return {"output": output, "input": source.path, "format": source.format, "fields": dict(source.fields),
+            "shape": list(source.spatial), "times": list(source.times), "boxes": len(boxes), "bytes": total,
+            "ranks": size, "seconds": round(time.perf_counter() - start, 3)}
 
 
-def _load_npy(path, shape_text, dtype_text):
-    if shape_text is not None:
-        raise UsageError("--shape is only for headerless binary input; a .npy file records its own shape")
-    try:
-        array = np.load(path, mmap_mode="r", allow_pickle=False)
-    except ValueError as e:
-        raise UsageError(f"cannot load {path} as .npy: {e}") from None
-    scalar, comps = parse_dtype_option(dtype_text) if dtype_text else (array.dtype, 1)
-    if not np.can_cast(array.dtype, scalar, casting="safe"):
-        raise UsageError(f"{path} holds {array.dtype} values, which --dtype {dtype_text} cannot hold exactly")
-    spatial = array.shape[:-1] if comps > 1 else array.shape
-    if comps > 1 and (array.ndim < 2 or array.shape[-1] != comps):
-        raise UsageError(f"--dtype {dtype_text} needs a last axis of {comps} components, but {path} has "
-                         f"shape {array.shape}")
-    if not 1 <= len(spatial) <= 3 or min(spatial, default=0) < 1:
-        raise UsageError(f"{path} has shape {array.shape}: a dataset needs 1 to 3 non-empty axes "
-                         "(use --dtype TYPE[N] if the last axis holds the components of a vector field)")
-    return array, tuple(spatial), dtype_text or array.dtype.name
+def _write_alone(ds, source, boxes, bar, slab_bytes):
+    """One process: every box of every timestep; commit whenever the coarse blocks the boxes share (about one
+    block per box and field) pass :data:`COMMIT_BYTES` or ``slab_bytes``."""
+    shared_per_box = sum(source.field_sample_bytes(i) for i in range(len(source.fields))) << ds.bits_per_block
+    held = 0
+    for ti, t in enumerate(source.times):
+        for lo, hi in boxes:
+            for f, (name, _) in enumerate(source.fields):
+                samples = source.read(f, ti, lo, hi)
+                ds.write(samples, offset=lo, field=name, time=t)
+                bar.update(samples.nbytes)
+                del samples
+            held += shared_per_box if len(boxes) > 1 else 0
+            if held > max(slab_bytes, COMMIT_BYTES):
+                ds.flush()
+                held = 0
 
 
-def _load_raw(path, shape, dtype_text):
-    if len(shape) > 3:
-        raise UsageError(f"--shape needs 1 to 3 axes ([z, y, x] order), got {len(shape)}")
-    scalar, comps = parse_dtype_option(dtype_text)
-    expected = int(np.prod(shape, dtype=np.int64)) * comps * scalar.itemsize
-    actual = os.path.getsize(path)
-    if actual != expected:
-        raise UsageError(f"headerless input {path} is {actual} bytes, but --shape {','.join(map(str, shape))} with "
-                         f"--dtype {dtype_text} needs {expected} bytes")
-    full = shape + ((comps,) if comps > 1 else ())
-    return np.memmap(path, dtype=scalar, mode="r", shape=full), shape, dtype_text
-
-
-def slabs(count, plane_bytes, slab_bytes):
-    """Split ``count`` planes into ``(lo, hi)`` slabs of about ``slab_bytes`` each.
-
-    The plane count per slab is a power of two, so slab edges fall on block edges as far as possible.
-
-    Examples
-    --------
-    >>> list(slabs(10, 1 << 20, 4 << 20))
-    [(0, 4), (4, 8), (8, 10)]
-    """
-    planes = max(1, slab_bytes // max(1, plane_bytes))
-    planes = 1 << (planes.bit_length() - 1)
-    return [(lo, min(lo + planes, count)) for lo in range(0, count, planes)]
-
-
-class ProgressBar:
-    """A one-line progress bar with percentage and MiB/s, redrawn in place; silent without a stream.
-
-    Examples
-    --------
-    >>> import io
-    >>> out = io.StringIO()
-    >>> bar = ProgressBar(4 * MIB, out, width=4)
-    >>> bar.update(2 * MIB)
-    >>> text = out.getvalue()
-    >>> text.startswith("\\r[##--]"), "50.0%" in text, "2.0/4.0 MiB" in text
-    (True, True, True)
-    """
-
-    def __init__(self, total_bytes, stream, width=30):
-        self.total_bytes = max(1, int(total_bytes))
-        self.stream = stream
-        self.width = width
-        self.start = time.perf_counter()
-        self.done_bytes = 0
-
-    def update(self, done_bytes):
-        """Redraw with ``done_bytes`` of ``total_bytes`` processed."""
-        self.done_bytes = int(done_bytes)
-        self._draw("")
-
-    def message(self, text):
-        """Redraw with a short status word after the rate (e.g. ``"committing"``)."""
-        self._draw(text)
-
-    def finish(self):
-        """End the line."""
-        if self.stream is not None:
-            self._draw("done")
-            self.stream.write("\n")
-            self.stream.flush()
-
-    def _draw(self, text):
-        if self.stream is None:
-            return
-        frac = min(1.0, self.done_bytes / self.total_bytes)
-        filled = int(round(frac * self.width))
-        rate = self.done_bytes / MIB / max(time.perf_counter() - self.start, 1e-9)
-        line = (f"\r[{'#' * filled}{'-' * (self.width - filled)}] {100 * frac:5.1f}%  "
-                f"{self.done_bytes / MIB:5.1f}/{self.total_bytes / MIB:.1f} MiB  {rate:7.1f} MiB/s  {text:<10}")
-        self.stream.write(line)
-        self.stream.flush()
+def _write_together(ds, source, boxes, bar, comm):
+    """MPI: in rounds, rank r writes box ``round * ranks + r`` (all fields), then all commit together. A rank
+    that fails to read its box tells the others before the commit, so that every rank stops."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    box_bytes = [source.sample_bytes * int(np.prod([h - l for l, h in zip(lo, hi)])) for lo, hi in boxes]
+    for ti, t in enumerate(source.times):
+        for first in range(0, len(boxes), size):
+            error = None
+            if first + rank < len(boxes):
+                lo, hi = boxes[first + rank]
+                try:
+                    for f, (name, _) in enumerate(source.fields):
+                        ds.write(source.read(f, ti, lo, hi), offset=lo, field=name, time=t, copy=False)
+                except (UsageError, hzio.Error, OSError, MemoryError) as e:
+                    error = e
+            failures = comm.allgather(None if error is None else str(error))
+            if error is not None:
+                raise error
+            failed = next((i for i, e in enumerate(failures) if e), None)
+            if failed is not None:
+                raise UsageError(f"rank {failed} failed: {failures[failed]}")
+            ds.flush()
+            bar.update(sum(box_bytes[first:first + size]))

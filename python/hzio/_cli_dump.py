@@ -11,6 +11,7 @@ import hzio
 
 from ._cli_inspect import describe, times_text
 from ._cli_util import axes_text, codec_name, layout_name, print_fields, print_json, print_table, selection, shape_text
+from ._progress import progress_bar, wanted
 
 _LISTED_FILES = 4096  # data files per timestep up to which absent ones are listed too
 
@@ -21,7 +22,8 @@ def dump(args):
     Parameters
     ----------
     args : argparse.Namespace
-        ``dataset``, ``field`` and ``time`` (None: all), ``json`` (bool).
+        ``dataset``, ``field`` and ``time`` (None: all), ``json`` (bool), ``progress`` (None: a bar of the
+        timesteps listed only when stderr is a terminal).
 
     Returns
     -------
@@ -36,7 +38,11 @@ def dump(args):
     with hzio.open(args.dataset) as ds:
         summary = describe(ds)
         fields, times = selection(ds, args.field, args.time)
-        timesteps = [dump_timestep(ds, fields, t) for t in times]
+        timesteps = []
+        with progress_bar(wanted(args.progress), len(times), "dump", unit="timestep") as bar:
+            for t in times:
+                timesteps.append(dump_timestep(ds, fields, t))
+                bar.update(1)
     if args.json:
         print_json({"idx_file": summary, "timesteps": timesteps})
     else:

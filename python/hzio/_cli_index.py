@@ -5,19 +5,24 @@ ranks of ``MPI.COMM_WORLD`` (mpi4py is imported only when installed) and rank 0 
 """
 
 import importlib.util
+import os
 
 import hzio
 
 from ._cli_util import UsageError, print_fields, print_json
+from ._progress import progress_bar, wanted
+
+# Set by the launchers for their ranks: Open MPI, MPICH's and Intel MPI's Hydra, PMIx (srun, prterun).
+_LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK")
 
 
 def world_comm():
     """Return mpi4py's ``MPI.COMM_WORLD`` when this process is one of several MPI ranks, else None.
 
-    None also when mpi4py is not installed or its MPI library cannot be loaded (a lone process then
-    initializes MPI as a singleton, which is harmless).
+    None without a launcher's variables in the environment (then MPI is not even initialized), and
+    when mpi4py is not installed or its MPI library cannot be loaded.
     """
-    if importlib.util.find_spec("mpi4py") is None:
+    if not any(v in os.environ for v in _LAUNCHER_VARIABLES) or importlib.util.find_spec("mpi4py") is None:
         return None
     try:
         from mpi4py import MPI
@@ -32,7 +37,8 @@ def index(args):
     Parameters
     ----------
     args : argparse.Namespace
-        ``dataset``, ``sub_block_bits`` (int, 0 for whole blocks only), ``no_verify`` and ``json`` (bool).
+        ``dataset``, ``sub_block_bits`` (int, 0 for whole blocks only), ``no_verify`` and ``json`` (bool), and
+        ``progress`` (None: a bar of rank 0's data files only when stderr is a terminal).
 
     Returns
     -------
@@ -46,7 +52,14 @@ def index(args):
     if args.sub_block_bits is not None and args.sub_block_bits < 0:
         raise UsageError(f"--sub-block-bits must be non-negative, got {args.sub_block_bits}")
     comm = world_comm()
-    summary = hzio.index(args.dataset, sub_block_bits=args.sub_block_bits, comm=comm, verify=not args.no_verify)
+    rank = 0 if comm is None else comm.Get_rank()
+    with progress_bar(wanted(args.progress, rank), None, "index", unit="file") as bar:
+        def advance(done, total):
+            bar.total = total
+            bar.update(done - bar.n)
+
+        summary = hzio.index(args.dataset, sub_block_bits=args.sub_block_bits, comm=comm, verify=not args.no_verify,
+                             progress=advance if wanted(args.progress, rank) else None)
     if comm is not None and comm.Get_rank() != 0:
         return 0
     with hzio.open(args.dataset) as ds:

@@ -1,10 +1,27 @@
-"""The ``hzio info`` and ``hzio read`` subcommands: describe a dataset, and read a box to a .npy file."""
+"""The ``hzio info`` and ``hzio read`` subcommands: describe a dataset, and read a box to a .npy file in slabs."""
 
 import numpy as np
 
 import hzio
 
-from ._cli_util import axes_text, dataset_box, parse_box, print_fields, print_json, print_table, shape_text
+from ._cli_util import (
+    MIB,
+    axes_text,
+    check_output,
+    dataset_box,
+    parse_box,
+    print_fields,
+    print_json,
+    print_table,
+    remove_output,
+    replace_output,
+    shape_text,
+    temporary_path,
+)
+from ._progress import progress_bar, wanted
+from ._slabs import level_slabs
+
+READ_SLAB_BYTES = 64 * MIB
 
 
 def describe(ds):
@@ -110,30 +127,61 @@ def times_text(times, limit=8):
 
 
 def read(args):
-    """Run ``hzio read``: read a box at a level and save it with :func:`numpy.save`.
+    """Run ``hzio read``: read a box at a level and save it as a .npy file, slab by slab. Local.
+
+    Boxes larger than 64 MiB are read in slabs along their first axis and appended to the file, so memory
+    stays bounded and a progress bar can follow. The file is written under a temporary name and renamed
+    when complete; an existing one is replaced only with ``--overwrite``.
 
     Parameters
     ----------
     args : argparse.Namespace
-        ``dataset``, ``output`` (.npy path), ``field``, ``time``, ``level``, ``box`` (text as in
-        :func:`hzio._cli_util.parse_box`) and ``quiet``.
+        ``dataset``, ``output`` (.npy path; the suffix is added when missing, as numpy.save does),
+        ``field``, ``time``, ``level``, ``box`` (text as in :func:`hzio._cli_util.parse_box`),
+        ``no_verify``, ``overwrite``, ``progress`` and ``quiet``.
 
     Returns
     -------
     int
         The exit status, 0.
     """
-    with hzio.open(args.dataset, verify=not args.no_verify) as ds:
-        box = parse_box(args.box, *dataset_box(ds))
-        array = ds.read(box=box, level=args.level, field=args.field, time=args.time)
-        report = ds.last_read_report or {}
-        level = ds.max_level if args.level is None else args.level
     output = str(args.output)
-    output += "" if output.endswith(".npy") else ".npy"  # what np.save does
-    np.save(output, array)
+    output += "" if output.endswith(".npy") else ".npy"
+    check_output(output, args.overwrite)
+    temp = temporary_path(output)
+    try:
+        with hzio.open(args.dataset, verify=not args.no_verify) as ds:
+            shape, dtype, level, report, slabs = _read_to(ds, args, temp)
+    except BaseException:
+        remove_output(temp)
+        raise
+    replace_output(temp, output)
     if not args.quiet:
-        print(f"wrote {output}: {array.dtype} array of shape {tuple(array.shape)} (level {level})")
+        print(f"wrote {output}: {dtype} array of shape {shape} (level {level})")
         keys = ("files_opened", "blocks_read", "bytes_read") + (("requests", "bytes_received") if report.get("requests")
                                                                 else ())
-        print("read: " + ", ".join(f"{k} {report.get(k, '?')}" for k in keys))
+        summed = f" (summed over {slabs} slab reads)" if slabs > 1 else ""
+        print("read: " + ", ".join(f"{k} {report.get(k, '?')}" for k in keys) + summed)
     return 0
+
+
+def _read_to(ds, args, path):
+    box = parse_box(args.box, *dataset_box(ds)) or dataset_box(ds)
+    field = ds.field(args.field if args.field is not None else next(iter(ds.fields)), time=args.time)
+    level = ds.max_level if args.level is None else args.level
+    shape = ds.level_shape(level, box, field=field.name)
+    plane_bytes = int(np.prod(shape[1:])) * field.dtype.itemsize
+    slabs = level_slabs(ds, box, level, plane_bytes, READ_SLAB_BYTES)
+    report = {}
+    with open(path, "wb") as f, progress_bar(wanted(args.progress), int(np.prod(shape)) * field.dtype.itemsize,
+                                             "read") as bar:
+        np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(field.dtype),
+                                                 "fortran_order": False, "shape": shape})
+        for _, _, slab in slabs:
+            samples = ds.read(slab, level=level, field=field.name, time=field.time)
+            f.write(memoryview(np.ascontiguousarray(samples)).cast("B"))
+            bar.update(samples.nbytes)
+            for key, value in (ds.last_read_report or {}).items():
+                if isinstance(value, int):
+                    report[key] = report.get(key, 0) + value
+    return shape, field.dtype, level, report, len(slabs)

@@ -8,7 +8,19 @@ import numpy as np
 
 import hzio
 
-from ._cli_util import UsageError, dataset_box, parse_box, print_fields, print_json, print_table, selection
+from ._cli_util import (
+    UsageError,
+    check_output,
+    dataset_box,
+    parse_box,
+    print_fields,
+    print_json,
+    print_table,
+    remove_output,
+    replace_output,
+    selection,
+    temporary_path,
+)
 
 _REPORT_KEYS = ("files_opened", "blocks_read", "blocks_skipped", "blocks_missing", "bytes_read")
 
@@ -20,8 +32,8 @@ def query(args):
     ----------
     args : argparse.Namespace
         ``dataset``, ``field``, ``time``, ``range`` (two floats), ``level``, ``box`` (text as in
-        :func:`hzio._cli_util.parse_box`), ``component``, ``out`` (.npz path or None), ``json`` and
-        ``limit`` (matches to print, None for none).
+        :func:`hzio._cli_util.parse_box`), ``component``, ``out`` (.npz path or None; an existing one is
+        replaced only with ``overwrite``), ``json`` and ``limit`` (matches to print, None for none).
 
     Returns
     -------
@@ -42,6 +54,9 @@ def query(args):
         raise UsageError(f"--range needs LO <= HI, got {lo:g} {hi:g}")
     if args.limit is not None and args.limit < 0:
         raise UsageError(f"--limit must be non-negative, got {args.limit}")
+    out = None if args.out is None else str(args.out) + ("" if str(args.out).endswith(".npz") else ".npz")
+    if out is not None:
+        check_output(out, args.overwrite)
     with hzio.open(args.dataset, verify=not args.no_verify) as ds:
         field, time = (s[0] for s in selection(ds, args.field, args.time))
         box = parse_box(args.box, *dataset_box(ds))
@@ -54,9 +69,15 @@ def query(args):
     with hzio.open(args.dataset, verify=not args.no_verify) as ds:
         ds.read(box=box, level=level, field=field, time=time)
         full = dict(ds.last_read_report or {})
-    out = None if args.out is None else str(args.out) + ("" if str(args.out).endswith(".npz") else ".npz")
     if out is not None:
-        np.savez(out, coords=coords, values=values)
+        temp = temporary_path(out)
+        try:
+            with open(temp, "wb") as f:
+                np.savez(f, coords=coords, values=values)
+        except BaseException:
+            remove_output(temp)
+            raise
+        replace_output(temp, out)
     tested = values if values.ndim == 1 else values[:, component]
     result = {
         "path": path, "field": field, "time": time, "level": level, "box": [list(box[0]), list(box[1])],

@@ -4,7 +4,9 @@ Only the CLI modules (:mod:`hzio.cli` and ``hzio._cli_*``) import this; it uses 
 """
 
 import json
+import os
 import re
+import shutil
 import sys
 
 import numpy as np
@@ -181,3 +183,44 @@ def _pick(values, wanted, what, dataset):
     if wanted not in values:
         raise UsageError(f"dataset {dataset} has no {what} {wanted!r}; {what}s: {list(values)}")
     return [wanted]
+
+
+def check_output(path, overwrite, directory=False):
+    """Local. Refuse to replace an existing ``path`` without ``overwrite`` (UsageError), and one of the wrong
+    kind even with it: ``directory`` outputs (Zarr stores) replace only a Zarr store, files only a file."""
+    if not os.path.lexists(path):
+        return
+    if not overwrite:
+        raise UsageError(f"{path} exists; pass --overwrite to replace it")
+    zarr_store = os.path.isdir(path) and any(os.path.exists(os.path.join(path, m))
+                                             for m in ("zarr.json", ".zgroup", ".zarray"))
+    if directory and not zarr_store:
+        raise UsageError(f"{path} exists and is not a Zarr store; remove it yourself or choose another name")
+    if not directory and os.path.isdir(path):
+        raise UsageError(f"{path} is a folder; remove it yourself or choose another name")
+
+
+def temporary_path(path):
+    """Local. The name an output is written under before :func:`replace_output` renames it: hidden, beside it."""
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(folder, f".{name}.hzio-tmp-{os.getpid()}")
+
+
+def remove_output(path):
+    """Local. Remove a file or a folder tree (a temporary output that failed)."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        os.remove(path)
+
+
+def replace_output(temp, output):
+    """Local. Rename the finished ``temp`` to ``output``, replacing what :func:`check_output` allowed to replace."""
+    if not os.path.isdir(temp):
+        os.replace(temp, output)
+        return
+    old = temporary_path(output) + ".old"
+    if os.path.lexists(output):  # a folder cannot be renamed over another: move the old one aside first
+        os.rename(output, old)
+    os.rename(temp, output)
+    remove_output(old)

@@ -9,6 +9,7 @@ import hzio
 
 from ._cli_debris import find_debris, remove_debris
 from ._cli_util import print_json, selection
+from ._progress import grow, progress_bar, wanted
 
 _LIST_LIMIT = 10  # missing files printed per table in text mode; blocks outside the box leave many files unwritten
 _MISSING_LISTED = 1000  # missing file paths kept per table (the count is always exact)
@@ -20,7 +21,8 @@ def verify(args):
     Parameters
     ----------
     args : argparse.Namespace
-        ``dataset``, ``field`` and ``time`` (None: all), ``json``, ``allow_missing`` and ``repair`` (bool).
+        ``dataset``, ``field`` and ``time`` (None: all), ``json``, ``allow_missing`` and ``repair`` (bool),
+        ``progress`` (None: a bar of the blocks checked only when stderr is a terminal).
 
     Returns
     -------
@@ -35,7 +37,8 @@ def verify(args):
     with hzio.open(args.dataset) as ds:
         path = ds.path
         fields, times = selection(ds, args.field, args.time)
-        tables = [verify_table(ds, f, t) for f in fields for t in times]
+        with progress_bar(wanted(args.progress), 0, "verify", unit="block") as bar:
+            tables = [verify_table(ds, f, t, bar) for f in fields for t in times]
         debris = find_debris(ds)
     removed, kept = remove_debris(debris) if args.repair else ([], [])
     empty = [t for t in times if not any(tb["present"] for tb in tables if tb["time"] == t)]
@@ -57,8 +60,8 @@ def verify(args):
     return 0 if result["ok"] else 1
 
 
-def verify_table(ds, field, time):
-    """Check the blocks of one field and timestep.
+def verify_table(ds, field, time, bar=None):
+    """Check the blocks of one field and timestep (advancing the progress ``bar`` by each block checked).
 
     Returns
     -------
@@ -84,8 +87,12 @@ def verify_table(ds, field, time):
     out["present"] = int(blocks["present"].sum())
     out["missing"] = out["blocks"] - out["present"]
     out["unchecked"] = int((blocks["present"] & ~blocks["checksummed"]).sum())
+    if bar is not None:
+        grow(bar, out["present"])
     for row in blocks[blocks["present"]]:
         problem = _check_block(ds, int(row["block"]), field, time)
+        if bar is not None:
+            bar.update(1)
         if problem is not None:
             kind, reason = problem
             out[kind].append({"block": int(row["block"]), "level": int(row["level"]), "file": str(row["file"]),

@@ -1,9 +1,10 @@
-"""The ``hzio`` command line: ``info``, ``read``, ``convert``, ``verify``, ``dump``, ``query``, ``index`` and
-``serve`` over the public API.
+"""The ``hzio`` command line: ``info``, ``read``, ``convert``, ``export``, ``verify``, ``dump``, ``query``,
+``index`` and ``serve`` over the public API.
 
 Run ``hzio -h`` or ``hzio COMMAND -h``. Errors print ``hzio: error: <message>`` on stderr and exit with
 status 2 (``verify`` exits 1 when it finds a corrupt block or a timestep without data); there is
-never a traceback for hzio errors.
+never a traceback for hzio errors. Verbs that write a file refuse to replace one without ``--overwrite``;
+long-running verbs draw a progress bar on stderr when it is a terminal (``--progress``/``--no-progress``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ import hzio
 
 from ._cli_convert import convert
 from ._cli_dump import dump
+from ._cli_export import export
 from ._cli_index import index
 from ._cli_inspect import info, read
+from ._cli_plan import add_plan_arguments, plan
 from ._cli_query import query
 from ._cli_serve import serve
 from ._cli_util import UsageError
@@ -32,11 +35,15 @@ examples:
   hzio info data.idx
   hzio read data.idx -o coarse.npy --level 12 --box 0:64,:,:
   hzio convert volume.raw out.idx --shape 256,256,256 --dtype float32 --codec zip
+  hzio convert run.nc run.idx --variables temp,salt --time-dim time
+  mpiexec -n 4 hzio convert big.h5 big.idx --variables /fields/density
+  hzio export data.idx part.zarr --box 0:64,:,: --level 15 --fields temperature
   hzio verify data.idx && echo intact
   hzio dump data.idx --field temperature --time 0
   hzio query data.idx --field temperature --range 1500 2000 --out front.npz
   mpiexec -n 4 hzio index openvisus_run.idx
   hzio serve data.idx run.idx --port 8000
+  hzio plan --global 4096,4096,8192 --grid 32,64,64 --dtype float64 --fields 16 --partitions 16
 """
 
 
@@ -56,11 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_info(sub)
     _add_read(sub)
     _add_convert(sub)
+    _add_export(sub)
     _add_verify(sub)
     _add_dump(sub)
     _add_query(sub)
     _add_index(sub)
     _add_serve(sub)
+    _add_plan(sub)
     return parser
 
 
@@ -73,6 +82,15 @@ def _add_command(sub, name, func, summary, description):
 
 def _add_no_verify(p, what="read blocks without checking them against their checksums"):
     p.add_argument("--no-verify", action="store_true", help=what)
+
+
+def _add_progress(p):
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="show a progress bar on stderr (default: only when stderr is a terminal)")
+
+
+def _add_overwrite(p, what="the output file"):
+    p.add_argument("--overwrite", action="store_true", help=f"replace {what} if it exists (default: refuse)")
 
 
 def _add_selection(p, all_by_default):
@@ -99,30 +117,66 @@ def _add_read(sub):
     p.add_argument("--box", metavar="z0:z1,y0:y1,x0:x1",
                    help="box in [z, y, x] order with exclusive ends; ':' (or an empty bound) means the whole axis")
     _add_no_verify(p)
+    _add_overwrite(p)
+    _add_progress(p)
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing")
 
 
 def _add_convert(sub):
-    p = _add_command(sub, "convert", convert, "write a .npy or headerless binary array into a new dataset",
-                     "Convert a .npy file, or a headerless binary file described by --shape and --dtype, into a new "
-                     "IDX dataset.\nThe input is memory-mapped and written in slabs along z.")
-    p.add_argument("input", metavar="INPUT",
-                   help=".npy file, or headerless binary (C order [z, y, x], native byte order)")
+    p = _add_command(sub, "convert", convert, "write an HDF5, NetCDF, Zarr, .npy or raw array into a new dataset",
+                     "Convert arrays into a new IDX dataset: a .npy file, a headerless binary file (--shape and\n"
+                     "--dtype), HDF5 datasets, NetCDF variables or Zarr (v2, v3) arrays. Each variable becomes a\n"
+                     "field, each index of --time-dim a timestep. The input is read and written box by box\n"
+                     "(--slab-bytes), and under mpiexec the boxes are shared over the ranks, which write collectively.")
+    p.add_argument("input", metavar="INPUT", help=".npy, .h5/.hdf5, .nc, a .zarr folder, or headerless binary "
+                                                  "(C order [z, y, x], native byte order)")
     p.add_argument("output", metavar="OUT.idx", help="the dataset to create")
+    p.add_argument("--format", choices=["npy", "raw", "hdf5", "netcdf", "zarr"],
+                   help="the input format (default: from the file's first bytes, suffix or Zarr metadata)")
+    p.add_argument("--variables", metavar="A,B=NAME",
+                   help="input variables (HDF5 dataset paths, NetCDF variables, Zarr array paths), one field each, "
+                        "named after the variable or NAME (default: the input's only variable)")
+    p.add_argument("--time-dim", metavar="DIM",
+                   help="the dimension (name, or axis number from 0) whose indices become timesteps; the time "
+                        "coordinate's values are the timesteps when they are distinct non-negative whole numbers, "
+                        "else 0..n-1")
     p.add_argument("--shape", metavar="Z,Y,X",
                    help="samples per axis of headerless input ([z, y, x] order, 1 to 3 axes)")
     p.add_argument("--dtype", metavar="DTYPE",
-                   help="sample type of headerless input, e.g. float32, or float32[3] for 3 components per sample "
-                        "(for .npy: the field dtype; [N] means the last axis holds the components)")
-    p.add_argument("--field", metavar="NAME", default="data", help="field name (default: data)")
+                   help="field dtype, e.g. float32 (the input must convert to it without loss), or float32[3] "
+                        "when the last axis holds 3 components; required for headerless input")
+    p.add_argument("--field", metavar="NAME", help="field name of a single variable (default: its name, or data)")
     p.add_argument("--codec", default="raw", help="raw, zip, lz4 or zfp-<enc>-<dec> (default: raw)")
     p.add_argument("--layout", default="hzorder", choices=["hzorder", "rowmajor"],
                    help="sample order inside blocks (default: hzorder)")
     p.add_argument("--bits-per-block", metavar="N", type=int, help="log2 of samples per block (default: OpenVisus's)")
     p.add_argument("--blocks-per-file", metavar="N", type=int, help="blocks per data file (default: OpenVisus's)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing dataset at OUT.idx")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="show a progress bar on stderr (default: only when stderr is a terminal)")
+    p.add_argument("--slab-bytes", metavar="SIZE",
+                   help="largest box read and written at once, all fields together, e.g. 16M (default: 64M)")
+    _add_overwrite(p, "the dataset at OUT.idx")
+    _add_progress(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _add_export(sub):
+    p = _add_command(sub, "export", export, "write a box of a dataset at a level to Zarr or NetCDF",
+                     "Write the samples of levels 0..H inside a box, for some fields and timesteps, to a Zarr store\n"
+                     "(format 3 by default) or a NetCDF-4 file: one variable per field with dimensions time, z, y, x\n"
+                     "(and component), coordinates time, z, y, x. Read and written in slabs (--slab-bytes).")
+    p.add_argument("dataset", metavar="DATASET", help="the .idx file")
+    p.add_argument("output", metavar="OUTPUT", help="OUT.zarr (a folder) or OUT.nc")
+    p.add_argument("--format", choices=["zarr", "netcdf"], help="the output format (default: from the suffix)")
+    p.add_argument("--zarr-format", type=int, choices=[2, 3], default=3, help="Zarr format version (default: 3)")
+    p.add_argument("--box", metavar="z0:z1,y0:y1,x0:x1",
+                   help="box in [z, y, x] order with exclusive ends; ':' (or an empty bound) means the whole axis")
+    p.add_argument("--level", metavar="H", type=int, help="resolution level (default: max_level, full resolution)")
+    p.add_argument("--fields", metavar="A,B", help="fields to export (default: all)")
+    p.add_argument("--times", metavar="T1,T2", help="timesteps to export (default: all)")
+    p.add_argument("--slab-bytes", metavar="SIZE", help="largest slab read at once, e.g. 16M (default: 64M)")
+    _add_no_verify(p)
+    _add_overwrite(p)
+    _add_progress(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def _add_verify(sub):
@@ -140,6 +194,7 @@ def _add_verify(sub):
     p.add_argument("--repair", action="store_true",
                    help="remove the files writers left when they were killed before their commit ended "
                         "(never those of a process still running on this machine)")
+    _add_progress(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -150,6 +205,7 @@ def _add_dump(sub):
                      "names of docs/format.md.")
     p.add_argument("dataset", metavar="DATASET", help="the .idx file")
     _add_selection(p, all_by_default=True)
+    _add_progress(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -170,6 +226,7 @@ def _add_query(sub):
     p.add_argument("--component", metavar="C", type=int, help="the component to test (required for vector fields)")
     p.add_argument("--out", metavar="OUT.npz", help="save the matches' coords ([z, y, x]) and values to a .npz file")
     p.add_argument("--limit", metavar="N", type=int, help="print the first N matches (C order)")
+    _add_overwrite(p, "the --out file")
     _add_no_verify(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -186,6 +243,7 @@ def _add_index(sub):
                         "hzio's writers use for the dataset, else parts of 4096 samples; 0: whole blocks only)")
     _add_no_verify(p, "record the data files as they are now, even where they differ from their checksums "
                       "(after a tool other than hzio changed a file in place)")
+    _add_progress(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -205,10 +263,19 @@ def _add_serve(sub):
     _add_no_verify(p)
 
 
+def _add_plan(sub):
+    p = _add_command(sub, "plan", plan, "simulate the plan of a collective write for any number of ranks",
+                     "Run the planner of a collective write (hzio.create(..., comm=) then flush) in this one process\n"
+                     "for a decomposition of the domain among ranks, and print per level: files, aggregators, the\n"
+                     "ranks sending to each aggregator, messages and bytes per aggregator, messages that cross\n"
+                     "partitions and memory per aggregator and round. Needs hzio built with MPI; makes no MPI call.")
+    add_plan_arguments(p)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``hzio`` command line and return its exit status.
 
-    Local, except ``hzio index`` under ``mpiexec``, which is Collective over the ranks (see ``hzio index``).
+    Local, except ``hzio index`` and ``hzio convert`` under ``mpiexec``, which are Collective over the ranks.
 
     Parameters
     ----------

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import os
 import time as _time
-from typing import Any
+from typing import Any, Callable
 
 from . import _core
 from ._results import IndexReport
 
 
 def index(path: str | os.PathLike, *, sub_block_bits: int | None = None, comm: Any = None,
-          threads: int = 0, verify: bool = True) -> IndexReport:
+          threads: int = 0, verify: bool = True, progress: Callable[[int, int], None] | None = None) -> IndexReport:
     """Compute and store the statistics and checksums of every block of every field and timestep.
 
     Local without ``comm``; Collective with it (an mpi4py communicator: every rank must call it, and
@@ -35,6 +35,8 @@ def index(path: str | os.PathLike, *, sub_block_bits: int | None = None, comm: A
     ``verify``: a data file whose current sidecar holds checksums is checked against them first, so that
     indexing never gives damaged blocks new checksums (:class:`CorruptError`); False records the files as
     they are now (after a tool other than hzio changed a data file in place, for instance).
+    ``progress``: called as ``progress(done, total)`` after each data file this process indexed, with
+    ``total`` the number of data files it indexes (its share with ``comm``), e.g. to draw a progress bar.
     Returns an :class:`~hzio.IndexReport` (also a mapping): the numbers of data files and blocks
     indexed (summed over ranks) and the seconds taken.
     """
@@ -46,8 +48,9 @@ def index(path: str | os.PathLike, *, sub_block_bits: int | None = None, comm: A
     rank, size = (comm.rank, comm.size) if comm is not None else (0, 1)
     # Only the data files that exist: a .idx may declare far more than it has.
     units = [(t, first) for t in core.times for first in core.file_census(t, 0)[0]]
-    files = blocks = 0
+    files = blocks = done = 0
     error = None
+    mine = len(units[rank::size])
     for k, (t, first) in enumerate(units):
         if k % size != rank:
             continue
@@ -56,9 +59,12 @@ def index(path: str | os.PathLike, *, sub_block_bits: int | None = None, comm: A
             n = core.index_file(t, first, -1 if sub_block_bits is None else int(sub_block_bits))
         except Exception as e:  # keep going so that every rank reaches the collective below
             error = error or e
-            continue
-        files += 1 if n else 0
-        blocks += n
+        else:
+            files += 1 if n else 0
+            blocks += n
+        done += 1
+        if progress is not None:
+            progress(done, mine)
     core.close()
     if comm is not None:
         errors = comm.allgather(None if error is None else f"{type(error).__name__}: {error}")

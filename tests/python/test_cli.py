@@ -64,8 +64,8 @@ def test_version_prints_the_package_version():
 
 
 @pytest.mark.parametrize("command, option", [(None, "COMMAND"), ("info", "--json"), ("read", "--box"),
-                                             ("convert", "--blocks-per-file"), ("verify", "--time"),
-                                             ("dump", "--field")])
+                                             ("convert", "--blocks-per-file"), ("convert", "--time-dim"),
+                                             ("export", "--zarr-format"), ("verify", "--time"), ("dump", "--field")])
 def test_help_of_every_command_lists_its_options(command, option):
     proc = run(*([command] if command else []), "-h")
     assert proc.returncode == 0, proc.stderr
@@ -226,23 +226,17 @@ def test_convert_refuses_to_replace_a_dataset_without_overwrite(tmp_path):
         np.testing.assert_array_equal(ds.read(), np.arange(16, 32, dtype=np.uint8).reshape(4, 4))
 
 
-def test_convert_in_many_slabs_shows_progress_and_round_trips(tmp_path, rng, monkeypatch, capsys):
+def test_convert_in_many_boxes_shows_progress_and_round_trips(tmp_path, rng, monkeypatch, capsys):
     from hzio.cli import main
     array = rng.integers(0, 60000, (37, 19, 23)).astype(np.uint16)
     np.save(tmp_path / "in.npy", array)
-    monkeypatch.setattr(_cli_convert, "SLAB_BYTES", 4 * 19 * 23 * 2)  # four planes per slab: ten slabs
-    assert main(["convert", str(tmp_path / "in.npy"), str(tmp_path / "out.idx"), "--progress"]) == 0
-    err = capsys.readouterr().err
-    assert err.count("\r[") >= 10 and "100.0%" in err and "MiB/s" in err
+    monkeypatch.setattr(_cli_convert, "SLAB_BYTES", 4 * 19 * 23 * 2)  # boxes of at most 3496 bytes
+    assert main(["convert", str(tmp_path / "in.npy"), str(tmp_path / "out.idx"), "--progress", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["boxes"] >= 10
+    assert "convert: 100%" in err and "committing" in err
     with hzio.open(tmp_path / "out.idx") as ds:
         np.testing.assert_array_equal(ds.read(), array)
-
-
-def test_slabs_cover_every_plane_once_in_power_of_two_steps():
-    parts = _cli_convert.slabs(1000, 3000, 100_000)
-    assert parts[0] == (0, 32) and parts[-1][1] == 1000
-    assert all(a[1] == b[0] for a, b in zip(parts, parts[1:]))
-    assert _cli_convert.slabs(3, 1 << 30, 1 << 20) == [(0, 1), (1, 2), (2, 3)]
 
 
 # ---------------------------------------------------------------- verify
