@@ -292,10 +292,29 @@ def hz_kernel_figure(plt, report):
     return fig, f"medians of {report[0].get('reps', '?')} repetitions; memcpy: a plain copy of the same bytes"
 
 
+def io_ranks_figure(plt, report):
+    cfg, cases = report["config"], report["cases"]
+    groups = sorted({k.split(" ", 1)[1] for k in cases})
+    fig, (ax_w, ax_t) = new_figure(plt, 2, f"A simulation loop with and without I/O ranks: {cfg['size']}^3 float32, "
+                                           f"{report['compute_ranks']} compute ranks, {cfg['steps']} steps of "
+                                           f"{cfg['compute_seconds']} s compute")
+    modes = {"sync": "synchronous collective write", "io": "through I/O ranks"}
+    spread_bars(ax_w, groups, list(modes.values()), {(g, label): cases[f"{m} {g}"]["write_seconds"]
+                                                     for g in groups for m, label in modes.items()},
+                "ms per step the compute ranks wait in write + flush", scale=1e3, annotate="{:.0f}")
+    ax_w.set_title("write time seen by the simulation (median over steps)", fontsize=9)
+    spread_bars(ax_t, groups, list(modes.values()), {(g, label): cases[f"{m} {g}"]["total_seconds"]
+                                                     for g in groups for m, label in modes.items()},
+                "seconds", annotate="{:.1f}")
+    reference_line(ax_t, cfg["compute_seconds"] * cfg["steps"], "compute alone")
+    ax_t.set_title("time to solution (loop + wait for durability)", fontsize=9)
+    return fig, SPREAD_NOTE
+
+
 FIGURES = {"write_read_bench": write_read_figure, "read_bench": read_figure, "query_bench": query_figure,
            "stats_cost_bench": stats_cost_figure, "checksum_bench": checksum_figure,
            "rewrite_bench": rewrite_figure, "small_read_bench": small_read_figure, "viewer_bench": viewer_figure,
-           "write_bench": write_figure, "hz_kernel_bench": hz_kernel_figure}
+           "write_bench": write_figure, "hz_kernel_bench": hz_kernel_figure, "io_ranks_bench": io_ranks_figure}
 
 
 # ------------------------------------------------------------------------------------------ driver
