@@ -121,3 +121,46 @@ def test_a_reader_sees_each_timestep_once_committed(tmp_path):
                 ds.wait_for_time(steps + 1, timeout=0.3)
     finally:
         assert writer.wait(timeout=60) == 0
+
+
+@pytest.mark.parametrize("victim", ["io", "compute"])
+def test_a_killed_rank_leaves_every_committed_timestep_intact(tmp_path, victim):
+    import signal
+    import time
+
+    import mpi_launch
+    mpi_launch.skip_module_without_mpi()
+    sys.path.insert(0, str(HERE / "mpi_scripts"))
+    from io_ranks_kill import values
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", HZIO_RANKS_PER_NODE="4")
+    cmd = [mpi_launch.MPIEXEC, "-n", "4", *mpi_launch.launcher_flags(), sys.executable,
+           str(HERE / "mpi_scripts" / "io_ranks_kill.py"), f'{{"out": "{tmp_path}"}}']
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    path = str(tmp_path / "run.idx")
+    try:
+        deadline = time.monotonic() + 120
+        committed = []
+        while len(committed) < 3:  # let a few timesteps commit, then kill in the middle of the run
+            assert time.monotonic() < deadline and proc.poll() is None, "the run did not reach 3 commits"
+            try:
+                with hzio.open(path) as ds:
+                    committed = ds.times
+            except hzio.Error:
+                pass
+            time.sleep(0.05)
+        pid = int((tmp_path / f"pid.{3 if victim == 'io' else 1}").read_text())
+        os.kill(pid, signal.SIGKILL)
+        proc.wait(timeout=120)  # mpiexec aborts the other ranks
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode != 0
+    with hzio.open(path) as ds:
+        assert ds.times[: len(committed)] == committed and len(ds.times) < 200
+        for step in ds.times:  # every listed timestep is whole: never a partial one
+            np.testing.assert_array_equal(ds.read(time=step), values(step))
+    verify = subprocess.run([sys.executable, "-m", "hzio", "verify", path], capture_output=True, text=True,
+                            timeout=120)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
