@@ -1,5 +1,7 @@
 """The ``hzio info`` and ``hzio read`` subcommands: describe a dataset, and read a box to a .npy file in slabs."""
 
+import os
+
 import numpy as np
 
 import hzio
@@ -171,6 +173,12 @@ def _read_to(ds, args, path):
     level = ds.max_level if args.level is None else args.level
     shape = ds.level_shape(level, box, field=field.name)
     plane_bytes = int(np.prod(shape[1:])) * field.dtype.itemsize
+    need = int(np.prod(shape)) * field.dtype.itemsize
+    folder = os.path.dirname(os.path.abspath(path))
+    free = os.statvfs(folder).f_bavail * os.statvfs(folder).f_frsize
+    if need > free:  # refuse before writing rather than fill the disk
+        raise hzio.IoError(f"the .npy of shape {shape} needs {need} bytes but {folder} has {free} free; read a "
+                           "smaller box or a coarser level")
     slabs = level_slabs(ds, box, level, plane_bytes, READ_SLAB_BYTES)
     report = {}
     with open(path, "wb") as f, progress_bar(wanted(args.progress), int(np.prod(shape)) * field.dtype.itemsize,

@@ -380,7 +380,7 @@ def test_a_dataset_whose_text_is_not_utf8_is_a_format_error_naming_it(tmp_path):
 
 def test_a_read_larger_than_the_memory_is_a_clear_error_not_a_traceback(tmp_path):
     """Under an address-space limit (RLIMIT_AS, 8 GiB), reading a 256 GiB box fails with a MemoryError that
-    says what the read needs, and the CLI prints ``hzio: error: out of memory ...`` (exit 2)."""
+    says what the read needs; the CLI, which streams into the .npy, says the disk lacks the room (exit 2)."""
     import resource  # noqa: PLC0415
 
     path = tmp_path / "big.idx"
@@ -397,5 +397,6 @@ def test_a_read_larger_than_the_memory_is_a_clear_error_not_a_traceback(tmp_path
     assert api.returncode == 0 and str(4096 ** 3 * 4) + " bytes" in api.stdout, api.stdout + api.stderr
     cli = subprocess.run([sys.executable, "-m", "hzio", "read", str(path), "-o", str(tmp_path / "o.npy")],
                          capture_output=True, text=True, timeout=60, preexec_fn=limit)
-    assert cli.returncode == 2 and "hzio: error: out of memory" in cli.stderr, cli.stderr
+    # the CLI streams the box into the .npy in slabs, so memory is not what stops it: the disk is
+    assert cli.returncode == 2 and "hzio: error: " in cli.stderr and "free" in cli.stderr, cli.stderr
     assert "Traceback" not in cli.stderr and not (tmp_path / "o.npy").exists()
