@@ -78,8 +78,13 @@ class Dataset:
         return True
 
     def wait_for_time(self, time: int, timeout: float | None = None, poll: float = 0.05) -> None:
-        """Local. Block until timestep ``time`` is committed (polling :meth:`refresh` every ``poll`` seconds);
-        raises TimeoutError (an hzio.Error) after ``timeout`` seconds."""
+        """Local. Block until the .idx lists timestep ``time`` (polling :meth:`refresh` every ``poll`` seconds);
+        raises hzio.WaitTimeoutError after ``timeout`` seconds.
+
+        A timestep that a commit adds is listed only once its data is committed, so this waits for the
+        data. Timesteps declared in advance (``times=`` of :func:`hzio.create`) are listed from the start:
+        to follow a run, let each commit add its timestep (``times=[0]``, then write ``time=t``).
+        """
         import time as clock
 
         want = self._time(time)
