@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Sets up everything hzio needs on a fresh Debian 12 machine, then runs the demo or every test.
 #   scripts/bootstrap.sh demo   system packages, .venv/ with hzio (CLI at .venv/bin/hzio), then the demo
-#   scripts/bootstrap.sh test   the same setup, then the C++ (ctest), C, Python and MPI test suites, and
-#                               the C++, C and MPI suites again under ASan + UBSan (scripts/sanitizers/),
-#                               and every fuzz target under libFuzzer for 60 s (scripts/fuzz/)
+#   scripts/bootstrap.sh test   the same setup, then the C++ (ctest), C, Fortran, Python and MPI test suites,
+#                               programs built against the installed package and the wheel in a fresh venv
+#                               (tests/install/), the C++, C and MPI suites again under ASan + UBSan
+#                               (scripts/sanitizers/), and every fuzz target under libFuzzer for 60 s (scripts/fuzz/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-test}"
 
 apt_packages=(build-essential cmake ninja-build pkg-config zlib1g-dev liblz4-dev libxxhash-dev libzfp-dev libgtest-dev libcurl4-openssl-dev
-              libopenmpi-dev openmpi-bin python3-venv python3-dev clang-format
+              libopenmpi-dev openmpi-bin python3-venv python3-dev clang-format gfortran
               clang libclang-rt-14-dev libomp-14-dev)  # clang: the libFuzzer build of scripts/fuzz/run.sh
 [ "$what" = test ] && apt_packages+=(chromium)  # the viewer's browser tests (tests/python/test_viewer_browser.py)
 missing=()
@@ -42,12 +43,18 @@ fi
 if [ "$what" = test ]; then
   # xxhash: the checksum tests' oracle; zarr (v3, needs Python >= 3.11) and h5py: bench/small_read_bench.py's
   # baselines; playwright: drives Debian's chromium in the viewer's tests (it never downloads a browser here);
-  # xarray, dask and distributed: the xarray backend and the dask arrays (tests/python/test_xarray_dask.py)
-  .venv/bin/python -m pip install -q OpenVisusNoGui ruff mypy xxhash zarr h5py playwright xarray "dask[array]" distributed
+  # xarray, dask and distributed: the xarray backend and the dask arrays (tests/python/test_xarray_dask.py);
+  # h5py, netCDF4, zarr and tqdm: hzio convert and export and their progress bars (tests/python/test_convert.py)
+  .venv/bin/python -m pip install -q OpenVisusNoGui ruff mypy xxhash zarr h5py netCDF4 tqdm playwright xarray \
+    "dask[array]" distributed
 fi
 
-echo "== building and installing hzio (C++ core, tests, Python extension)"
-.venv/bin/python -m pip install -q --no-build-isolation -Ccmake.define.HZIO_BUILD_TESTS=ON -Ccmake.define.HZIO_WITH_MPI=ON .
+echo "== building hzio (C++ core, C API, Fortran modules, tests, Python extension) as a wheel, and installing it"
+rm -rf build/wheel
+.venv/bin/python -m pip wheel -q --no-build-isolation --no-deps -w build/wheel \
+  -Ccmake.define.HZIO_BUILD_TESTS=ON -Ccmake.define.HZIO_WITH_MPI=ON .
+wheel=$(ls build/wheel/hzio-*.whl)
+.venv/bin/python -m pip install -q --force-reinstall --no-deps "$wheel"
 build_dir=$(ls -d build/cp3*/ 2>/dev/null | head -n 1)
 
 case "$what" in
@@ -58,12 +65,14 @@ case "$what" in
     ;;
   test)
     echo "== style: clang-format (.clang-format) and ruff (pyproject.toml); types: mypy on the installed package"
-    find src include python/bindings tests fuzz bench examples \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' -o -name '*.c' \) \
+    find src include python/bindings fortran tests fuzz bench examples \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' -o -name '*.c' \) \
       -print0 | xargs -0 clang-format --dry-run --Werror
     .venv/bin/ruff check python tests bench examples
     .venv/bin/python -m mypy --cache-dir build/mypy_cache -p hzio
-    echo "== C++ and C tests (ctest)"
+    echo "== C++, C and Fortran tests (ctest)"
     ctest --test-dir "$build_dir" -j2 --output-on-failure --timeout 300
+    echo "== the installed package: C, C++, Fortran and MPI programs built with find_package and pkg-config; the wheel"
+    bash tests/install/run.sh "$build_dir" "$wheel"
     echo "== Python tests (pytest)"
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
     .venv/bin/python -m pytest -q -p no:cacheprovider tests/python

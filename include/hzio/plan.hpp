@@ -1,5 +1,6 @@
 // The plan of a collective write, level by level, and its simulation for any number of ranks without MPI
-// (`hzio plan`; docs/guide/parallel-io.md "hzio plan"). Boxes are x first.
+// (`hzio plan`; docs/guide/parallel-io.md "hzio plan"). Boxes are x first. Defined in libhzio_mpi
+// (hzio::hzio_mpi): the planner is the parallel layer's, though it makes no MPI call.
 #pragma once
 
 #include <cstdint>
