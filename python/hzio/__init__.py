@@ -88,6 +88,18 @@ def _text(value: Any, what: str) -> str:
     return value
 
 
+def _check_bitmask_covers(bitmask: str, shape: tuple[int, ...]) -> None:
+    """Refuse, in [z, y, x] words, a bitmask whose power-of-two box does not cover ``shape`` (the core's
+    own check speaks x first); a bitmask that does not parse is left to the core's message."""
+    digits = bitmask[1:]
+    if not bitmask or bitmask[0] not in "Vv" or not digits.isdigit():
+        return
+    covered = tuple(2 ** digits.count(str(a)) for a in reversed(range(len(shape))))
+    if any(n > c for n, c in zip(shape, covered)):
+        raise InvalidArgumentError(f"bitmask {bitmask} covers {covered} samples ([z, y, x]), less than the shape "
+                                   f"{shape}")
+
+
 def _shape(shape: Any) -> tuple[int, ...]:
     if not isinstance(shape, Iterable) or isinstance(shape, (str, bytes)):
         shape = (shape,)  # NumPy's shape=64 for (64,)
@@ -159,8 +171,9 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: FieldsLike, *,
     if times is not None and (isinstance(times, (str, bytes)) or not isinstance(times, Iterable)):
         raise InvalidArgumentError(f"times must be an iterable of integers, got {times!r}")
     args = (as_path(path), shape, _fields_list(fields, codec, layout), _text(bitmask or "", "bitmask"),
-            as_int(bits_per_block or 0, "bits_per_block", 0), as_int(blocks_per_file or 0, "blocks_per_file", 0),
+            as_int(bits_per_block or 0, "bits_per_block", 0), as_int(blocks_per_file or 0, "blocks_per_file", -1),
             [as_int(t, "a timestep") for t in (times or [])], bool(overwrite))
+    _check_bitmask_covers(args[3], shape)
     threads = as_int(threads, "threads", 0)
     sub_blocks = _sub_blocks(sub_block_bits)
     if io is not None:

@@ -67,7 +67,7 @@ def plan(shape: Sequence[int], *, grid: Sequence[int] | None = None, rank_boxes:
     summary = json.loads(_core.simulate_write_plan(
         list(to_xfirst(shape, len(shape), 1)[: len(shape)]), _xfirst_boxes(boxes, len(shape)), [text] * count,
         bitmask or "", as_int(bits_per_block or 0, "bits_per_block", 0),
-        as_int(blocks_per_file or 0, "blocks_per_file", 0), placement, as_int(aggregator_count, "aggregator_count", 0),
+        as_int(blocks_per_file or 0, "blocks_per_file", -1), placement, as_int(aggregator_count, "aggregator_count", 0),
         as_int(aggregator_bytes, "aggregator_bytes", 1), as_int(partitions, "partitions", 1)))
     summary["seconds"] = time.perf_counter() - start
     return summary

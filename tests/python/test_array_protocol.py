@@ -315,6 +315,21 @@ def test_every_argument_mistake_raises_an_hzio_error(tmp_path):
     assert not failures, "\n".join(failures)
 
 
+def test_a_bitmask_too_short_is_refused_in_z_y_x_words(tmp_path):
+    with pytest.raises(hzio.InvalidArgumentError) as e:
+        hzio.create(str(tmp_path / "b.idx"), shape=(4, 8), fields={"a": "u1"}, bitmask="V0001")
+    assert "(2, 8)" in str(e.value) and "(4, 8)" in str(e.value)  # y gets 2 samples of the 4 asked for
+
+
+def test_blocks_per_file_minus_one_means_one_file_as_in_openvisus(tmp_path, openvisus):
+    ov_path = str(tmp_path / "ov.idx")
+    openvisus.CreateIdx(url=ov_path, dims=[64, 32], fields=[openvisus.Field("a", "uint8")], bitsperblock=6,
+                        blocksperfile=-1)
+    with hzio.create(str(tmp_path / "h.idx"), shape=(32, 64), fields={"a": "u1"}, bits_per_block=6,
+                     blocks_per_file=-1) as ds, hzio.open(ov_path) as ov:
+        assert ds.blocks_per_file == ov.blocks_per_file == ds.block_count == 32
+
+
 def test_shape_may_be_one_integer_as_in_numpy(tmp_path):
     with hzio.create(str(tmp_path / "s.idx"), shape=64, fields={"a": "u1"}) as ds:
         assert ds.shape == (64,)
