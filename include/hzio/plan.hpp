@@ -30,6 +30,7 @@ struct LevelSummary {
   double bytes_mean = 0;
   int64_t cross_partition_messages = 0;  // sender and aggregator in different partitions
   int64_t chunk_bytes_max = 0;           // the largest chunk holding blocks of this level: memory per round
+  std::vector<int> aggregator_ranks;     // the level's aggregators, ascending (WriteSimulation::details only)
 };
 
 struct PlanSummary {
@@ -61,7 +62,8 @@ struct WriteSimulation {
   bool uniform = false;      // aggregator placement: uniform, else localized
   int aggregator_count = 0;  // 0: no cap
   int64_t aggregator_bytes = int64_t{256} << 20;
-  int partitions = 1;  // a power of two: ranks are labelled by the partition their box's first sample is in
+  int partitions = 1;    // a power of two: ranks are labelled by the partition their box's first sample is in
+  bool details = false;  // also list each level's aggregator ranks
 };
 
 // Local, pure (no MPI). The plan every rank of a collective write (ParallelDataset::flush) would compute

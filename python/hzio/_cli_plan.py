@@ -2,6 +2,8 @@
 (:func:`hzio.plan`), as JSON or a table per level."""
 
 import json
+import os
+import sys
 
 from ._cli_util import UsageError, parse_ints
 
@@ -32,6 +34,14 @@ def plan(args):
                        blocks_per_file=args.blocks_per_file, placement=args.placement,
                        aggregator_count=args.aggregator_count, aggregator_bytes=args.aggregator_bytes,
                        partitions=args.partitions)
+    if args.plot:
+        from .planning import plot_aggregators
+        os.makedirs(args.plot, exist_ok=True)
+        png = plot_aggregators(os.path.join(args.plot, "plan_aggregators.png"), shape, grid, order=args.order,
+                               dtype=args.dtype, fields=args.fields, bits_per_block=args.bits_per_block,
+                               blocks_per_file=args.blocks_per_file, placement=args.placement,
+                               aggregator_count=args.aggregator_count, aggregator_bytes=args.aggregator_bytes)
+        print(f"wrote {png}", file=sys.stderr)
     if args.json:
         print(json.dumps(summary))
         return 0
@@ -72,3 +82,5 @@ def add_plan_arguments(p):
     p.add_argument("--partitions", type=int, default=1,
                    help="label ranks by partition (a power of two) to count messages crossing partitions")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.add_argument("--plot", metavar="DIR", help="also draw DIR/plan_aggregators.png: the aggregators of each level in "
+                   "rank space, with the default and the rank-conforming bitmask (matplotlib)")

@@ -27,7 +27,7 @@ def plan(shape: Sequence[int], *, grid: Sequence[int] | None = None, rank_boxes:
          order: str = "row-major", dtype: str = "float32", fields: int = 1, bitmask: str | None = None,
          rank_conforming: bool = False, bits_per_block: int | None = None, blocks_per_file: int | None = None,
          placement: str = "localized", aggregator_count: int = 0, aggregator_bytes: int = 256 << 20,
-         partitions: int = 1) -> dict[str, Any]:
+         partitions: int = 1, details: bool = False) -> dict[str, Any]:
     """Local. Simulate the plan of a collective write of ``shape`` (``[z, y, x]``) by ranks laid out as
     ``grid`` (ranks per axis, numbered in ``order``; see :func:`hzio.grid_boxes`) or given their
     ``rank_boxes``, each writing ``fields`` fields of ``dtype`` in its box at one timestep.
@@ -45,7 +45,7 @@ def plan(shape: Sequence[int], *, grid: Sequence[int] | None = None, rank_boxes:
     ``aggregators``, ``senders_max``/``senders_mean`` (ranks sending to one aggregator),
     ``messages``, ``messages_max``/``messages_mean`` (per aggregator; a message is what one rank sends
     one aggregator in one round), ``bytes``, ``bytes_max``/``bytes_mean``, ``cross_partition_messages``
-    and ``chunk_bytes_max``.
+    and ``chunk_bytes_max``; with ``details``, also ``aggregator_ranks`` (ascending).
     """
     if not hasattr(_core, "simulate_write_plan"):
         raise UnsupportedError("hzio plan needs hzio built with MPI (-Ccmake.define.HZIO_WITH_MPI=ON)")
@@ -68,6 +68,40 @@ def plan(shape: Sequence[int], *, grid: Sequence[int] | None = None, rank_boxes:
         list(to_xfirst(shape, len(shape), 1)[: len(shape)]), _xfirst_boxes(boxes, len(shape)), [text] * count,
         bitmask or "", as_int(bits_per_block or 0, "bits_per_block", 0),
         as_int(blocks_per_file or 0, "blocks_per_file", -1), placement, as_int(aggregator_count, "aggregator_count", 0),
-        as_int(aggregator_bytes, "aggregator_bytes", 1), as_int(partitions, "partitions", 1)))
+        as_int(aggregator_bytes, "aggregator_bytes", 1), as_int(partitions, "partitions", 1), bool(details)))
     summary["seconds"] = time.perf_counter() - start
     return summary
+
+
+def plot_aggregators(png: str, shape: Sequence[int], grid: Sequence[int], **options: Any) -> str:
+    """Local. Draw where the aggregators of each level sit in rank space (after seed 002's figure 6), for the
+    dataset's default bitmask and, when the grid allows one, the rank-conforming bitmask, side by side;
+    ``options`` as :func:`plan`. Writes ``png`` (matplotlib) and returns its path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cases = [("default bitmask", dict(options)), ("rank-conforming bitmask", dict(options, rank_conforming=True))]
+    fig, axes = plt.subplots(1, len(cases), figsize=(6.2 * len(cases), 4.6), squeeze=False)
+    for ax, (title, opts) in zip(axes[0], cases):
+        try:
+            p = plan(shape, grid=grid, details=True, **opts)
+        except InvalidArgumentError as e:
+            ax.set_title(f"{title}: {e}", fontsize=8)
+            continue
+        for lv in p["levels"]:
+            ranks = lv.get("aggregator_ranks", [])
+            ax.plot([lv["level"]] * len(ranks), ranks, "s", ms=2.5, color="#1f77b4")
+        ax.set_xlabel("level (block 0 holds levels 0 to bits per block)")
+        ax.set_ylabel("aggregator rank")
+        ax.set_ylim(-0.5, p["ranks"] - 0.5)
+        ax.grid(alpha=0.3)
+        ax.set_title(f"{title} {p['bitmask']}\n{p['aggregators']} aggregators, "
+                     f"{'rank-conforming' if p['rank_conforming'] else 'not rank-conforming'}", fontsize=9)
+    fig.suptitle(f"Aggregators in rank space per level: {'x'.join(map(str, shape))} over a {'x'.join(map(str, grid))} "
+                 f"grid of ranks ({options.get('order', 'row-major')})", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+    return png

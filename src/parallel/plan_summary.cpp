@@ -38,7 +38,8 @@ std::string num(double v) {
 
 PlanSummary summarize_write_plan(const format::IdxFile& idx, const hzorder::HzSpace& space,
                                  const std::vector<BoxInfo>& boxes, int ranks, const WritePlan& plan,
-                                 const std::vector<int64_t>& sample_bytes, const std::vector<int>& partition_of_rank) {
+                                 const std::vector<int64_t>& sample_bytes, const std::vector<int>& partition_of_rank,
+                                 bool details) {
   PlanSummary s;
   s.ranks = ranks;
   s.files = plan.files;
@@ -124,6 +125,7 @@ PlanSummary summarize_write_plan(const format::IdxFile& idx, const hzorder::HzSp
     const int level = moves[at].level, agg = moves[at].aggregator;
     LevelSummary& l = levels[static_cast<size_t>(level)];
     ++l.aggregators;
+    if (details) l.aggregator_ranks.push_back(agg);
     int64_t senders = 0, messages = 0, bytes = 0;
     int last_sender = -1, last_round = -1;
     for (; at < moves.size() && moves[at].level == level && moves[at].aggregator == agg; ++at) {
@@ -219,7 +221,7 @@ Result<PlanSummary> simulate_write_plan(const WriteSimulation& w) {
   }
   const PlanOptions options{w.uniform, w.aggregator_count, static_cast<size_t>(w.aggregator_bytes)};
   const WritePlan plan = make_write_plan(idx, space, boxes, ranks, options, block_bytes);
-  return summarize_write_plan(idx, space, boxes, ranks, plan, sample_bytes, partition_of_rank);
+  return summarize_write_plan(idx, space, boxes, ranks, plan, sample_bytes, partition_of_rank, w.details);
 }
 
 std::string PlanSummary::to_json() const {
@@ -240,7 +242,14 @@ std::string PlanSummary::to_json() const {
            ", \"messages_mean\": " + parallel::num(l.messages_mean) + ", \"bytes\": " + std::to_string(l.bytes) +
            ", \"bytes_max\": " + std::to_string(l.bytes_max) + ", \"bytes_mean\": " + parallel::num(l.bytes_mean) +
            ", \"cross_partition_messages\": " + std::to_string(l.cross_partition_messages) +
-           ", \"chunk_bytes_max\": " + std::to_string(l.chunk_bytes_max) + "}";
+           ", \"chunk_bytes_max\": " + std::to_string(l.chunk_bytes_max);
+    if (!l.aggregator_ranks.empty()) {
+      out += ", \"aggregator_ranks\": [";
+      for (size_t k = 0; k < l.aggregator_ranks.size(); ++k)
+        out += (k ? ", " : "") + std::to_string(l.aggregator_ranks[k]);
+      out += "]";
+    }
+    out += "}";
   }
   return out + "]}";
 }

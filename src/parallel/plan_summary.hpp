@@ -12,10 +12,12 @@
 namespace hzio::parallel {
 
 // Local, pure. Summarizes `plan` (made by make_write_plan from these boxes). partition_of_rank[r] is
-// rank r's partition (empty: one partition). sample_bytes[f] = bytes of one sample of field f.
+// rank r's partition (empty: one partition). sample_bytes[f] = bytes of one sample of field f. With
+// `details`, each level also lists its aggregator ranks.
 PlanSummary summarize_write_plan(const format::IdxFile& idx, const hzorder::HzSpace& space,
                                  const std::vector<BoxInfo>& boxes, int ranks, const WritePlan& plan,
-                                 const std::vector<int64_t>& sample_bytes, const std::vector<int>& partition_of_rank);
+                                 const std::vector<int64_t>& sample_bytes, const std::vector<int>& partition_of_rank,
+                                 bool details = false);
 
 // Local, pure. The partition (0 .. partitions - 1) of a sample: the top log2(partitions) bits of its Z
 // address under `bitmask` (the partition template is the bitmask's first log2(partitions) characters).

@@ -75,3 +75,24 @@ def test_cli_prints_json_and_a_table():
     assert table.returncode == 0 and "cross-partition" in table.stdout and "16 ranks" in table.stdout
     bad = subprocess.run(cmd[:5] + ["--grid", "2,2"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--grid" in bad.stderr
+
+
+def test_plot_shows_where_the_aggregators_sit(tmp_path):
+    # seed 002 figure 6: 512 ranks in row-major order and 32 aggregators; with the rank-conforming
+    # bitmask, every level's aggregators spread over the whole rank range
+    grid, shape, opts = (8, 8, 8), (128, 128, 128), dict(aggregator_count=32, bits_per_block=12, blocks_per_file=8)
+
+    def spread(finest):
+        assert len(finest["aggregator_ranks"]) == finest["aggregators"] <= 32
+        assert finest["aggregator_ranks"] == sorted(finest["aggregator_ranks"])
+        return max(finest["aggregator_ranks"]) - min(finest["aggregator_ranks"])
+
+    conforming = hzio.plan(shape, grid=grid, rank_conforming=True, details=True, **opts)["levels"][-1]
+    default = hzio.plan(shape, grid=grid, details=True, **opts)["levels"][-1]
+    assert spread(conforming) > 0.75 * 512 and spread(default) < spread(conforming)
+    out = subprocess.run([sys.executable, "-m", "hzio", "plan", "--global", "128,128,128", "--grid", "8,8,8",
+                          "--aggregator-count", "32", "--bits-per-block", "12", "--blocks-per-file", "8", "--plot",
+                          str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    png = tmp_path / "plan_aggregators.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
