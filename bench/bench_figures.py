@@ -311,10 +311,32 @@ def io_ranks_figure(plt, report):
     return fig, SPREAD_NOTE
 
 
+def codec_figure(plt, report):
+    cases, threads = report["cases"], report["threads"]
+    codecs = list(cases)
+    fig, (ax, ax_w) = new_figure(plt, 2, f"Compression: hzio against the codec library alone, "
+                                         f"{report['config']['size']}^3 float32")
+    series = ["library alone, 1 thread"] + [f"hzio, {n} thread(s), per thread" for n in threads]
+    mib = report["config"]["size"] ** 3 * 4 / MIB
+    values = {}
+    for c in codecs:
+        values[(c, series[0])] = [mib / s for s in cases[c]["library_seconds"]]
+        for n, name in zip(threads, series[1:]):  # the compress phase adds up the threads' seconds
+            values[(c, name)] = [mib / s for s in cases[c][f"hzio_{n}_compress_seconds"]]
+    spread_bars(ax, codecs, series, values, "MiB of samples per second per thread", log=True, annotate="{:.0f}")
+    ax.set_title("per thread (target: hzio >= 0.9 x the library)", fontsize=9)
+    walls = [f"hzio, {n} thread(s)" for n in threads]
+    spread_bars(ax_w, codecs, walls, {(c, w): cases[c][f"hzio_{n}_wall_seconds"] for c in codecs
+                                      for n, w in zip(threads, walls)}, "seconds", annotate="{:.2f}")
+    ax_w.set_title("the write's wall time: every thread compresses", fontsize=9)
+    return fig, SPREAD_NOTE
+
+
 FIGURES = {"write_read_bench": write_read_figure, "read_bench": read_figure, "query_bench": query_figure,
            "stats_cost_bench": stats_cost_figure, "checksum_bench": checksum_figure,
            "rewrite_bench": rewrite_figure, "small_read_bench": small_read_figure, "viewer_bench": viewer_figure,
-           "write_bench": write_figure, "hz_kernel_bench": hz_kernel_figure, "io_ranks_bench": io_ranks_figure}
+           "write_bench": write_figure, "hz_kernel_bench": hz_kernel_figure, "io_ranks_bench": io_ranks_figure,
+           "codec_bench": codec_figure}
 
 
 # ------------------------------------------------------------------------------------------ driver

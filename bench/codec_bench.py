@@ -1,0 +1,126 @@
+"""hzio's compression throughput per thread against the codec library compressing the same blocks alone.
+
+Run it with ``.venv/bin/python bench/codec_bench.py [--size 256] [--reps 5] [--threads 1,2]``. The source is a
+``size^3`` float32 field (smooth waves plus a little noise). A raw dataset of it gives the blocks exactly
+as hzio stores them (HZ order, ``2^16`` samples); the baseline compresses each of them with the library
+alone, one thread: zlib's ``compress`` at the default level (Python's ``zlib``) for ``zip``, LZ4's block
+format (the ``lz4`` package) for ``lz4``, and zfp's reversible mode (``zfpy``) on the block's grid for
+``zfp-reversible-reversible``. hzio's figure is the ``compress`` phase of its write report (a durable-off
+write with ``threads=N``): the seconds of every block added up over the threads, so MiB of samples over it is
+the rate per thread. Target: per thread at least 0.9 x the library alone. The write's wall time shows that
+every thread compresses: it shrinks with more threads.
+"""
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import time
+import zlib
+
+import hzio
+import numpy as np
+from bench_figures import add_plot_option, plot_after_run
+from bench_util import machine_facts, uptime_line, write_json
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MIB = 1 << 20
+CODECS = {"zip": "zlib.compress (default level)", "lz4": "lz4.block.compress",
+          "zfp-reversible-reversible": "zfpy.compress_numpy (reversible)"}
+
+
+def source(n):
+    z, y, x = np.meshgrid(*(np.linspace(0, 4 * np.pi, n, dtype=np.float32),) * 3, indexing="ij")
+    noise = np.random.default_rng(0).standard_normal((n, n, n)).astype(np.float32) * 0.01
+    return np.sin(x) * np.cos(y) + np.sin(z) + noise
+
+
+def block_shape(ds):
+    """The grid (z, y, x) of a finest-level block: the axes of the bitmask's last bits_per_block digits."""
+    tail = ds.bitmask[1:][-ds.bits_per_block:]
+    return tuple(1 << tail.count(d) for d in "210")
+
+
+def library_seconds(codec, blocks, shape):
+    """Seconds for the library alone to compress every block, one thread."""
+    if codec == "zip":
+        compress = lambda b: zlib.compress(b, -1)  # noqa: E731
+    elif codec == "lz4":
+        import lz4.block
+        compress = lambda b: lz4.block.compress(b, store_size=False)  # noqa: E731
+    else:
+        import zfpy
+        compress = lambda b: zfpy.compress_numpy(np.frombuffer(b, np.float32).reshape(shape))  # noqa: E731
+    t0 = time.perf_counter()
+    for b in blocks:
+        compress(b)
+    return time.perf_counter() - t0
+
+
+def hzio_seconds(codec, a, path, threads):
+    """The compress phase of a one-process write (durable off), and its whole wall time."""
+    t0 = time.perf_counter()
+    with hzio.create(path, shape=a.shape, fields={"t": "float32"}, codec=codec, overwrite=True, durable=False,
+                     threads=threads) as ds:
+        ds.write(a)
+    wall = time.perf_counter() - t0
+    return ds.last_write_report.max.compress, wall
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=256, help="the cube's side (float32; default 256)")
+    parser.add_argument("--reps", type=int, default=5, help="repetitions (default 5)")
+    parser.add_argument("--threads", default="1,2", help="hzio's thread counts (default 1,2)")
+    parser.add_argument("--dir", default=os.path.join(HERE, "..", "build", "bench_tmp"), help="scratch folder")
+    parser.add_argument("--json", default=os.path.join(HERE, "results", "codec_bench.json"), help="JSON output")
+    add_plot_option(parser)
+    args = parser.parse_args()
+    work = os.path.join(args.dir, f"codec_bench_{os.getpid()}")
+    os.makedirs(work, exist_ok=True)
+    a = source(args.size)
+    mib = a.nbytes / MIB
+    raw = os.path.join(work, "raw.idx")
+    with hzio.create(raw, shape=a.shape, fields={"t": "float32"}, overwrite=True, durable=False) as ds:
+        ds.write(a)
+    with hzio.open(raw) as ds:
+        shape = block_shape(ds)
+        rows = ds.blocks()
+        blocks = []
+        for r in rows[rows["present"]]:
+            with open(r["file"], "rb") as f:
+                f.seek(int(r["offset"]))
+                blocks.append(f.read(int(r["size"])))
+    print(f"{args.size}^3 float32 ({mib:.0f} MiB), {len(blocks)} blocks of {shape} samples; {uptime_line()}")
+    threads = [int(t) for t in args.threads.split(",")]
+    cases = {}
+    for codec, library in CODECS.items():
+        lib = [library_seconds(codec, blocks, shape) for _ in range(args.reps)]
+        case = {"library": library, "library_seconds": lib}
+        for n in threads:
+            runs = [hzio_seconds(codec, a, os.path.join(work, "c.idx"), n) for _ in range(args.reps)]
+            case[f"hzio_{n}_compress_seconds"] = [r[0] for r in runs]
+            case[f"hzio_{n}_wall_seconds"] = [r[1] for r in runs]
+        lib_rate = mib / statistics.median(lib)
+        case["library_mib_per_s"] = lib_rate
+        for n in threads:  # the compress phase adds up the threads' seconds: its rate is per thread
+            rate = mib / statistics.median(case[f"hzio_{n}_compress_seconds"])
+            case[f"hzio_{n}_mib_per_s_per_thread"] = rate
+            case[f"hzio_{n}_vs_library"] = rate / lib_rate
+            case[f"hzio_{n}_wall_median"] = statistics.median(case[f"hzio_{n}_wall_seconds"])
+        cases[codec] = case
+        per = ", ".join(f"{n} thread(s) {case[f'hzio_{n}_mib_per_s_per_thread']:.0f} MiB/s per thread "
+                        f"({case[f'hzio_{n}_vs_library']:.2f} x), write {case[f'hzio_{n}_wall_median']:.2f} s"
+                        for n in threads)
+        print(f"  {codec:28s} library {lib_rate:7.0f} MiB/s; hzio {per}")
+    shutil.rmtree(work, ignore_errors=True)
+    report = {"command": " ".join(["codec_bench.py"] + sys.argv[1:]), "config": vars(args), "cases": cases,
+              "threads": threads, "machine": machine_facts(args.dir), "uptime_after": uptime_line(),
+              "target": {"vs_library": 0.9}}
+    write_json(args.json, report)
+    plot_after_run(args, "codec_bench")
+
+
+if __name__ == "__main__":
+    main()
