@@ -45,9 +45,9 @@ if [ "$what" = test ]; then
   # baselines; playwright: drives Debian's chromium in the viewer's tests (it never downloads a browser here);
   # xarray, dask and distributed: the xarray backend and the dask arrays (tests/python/test_xarray_dask.py);
   # h5py, netCDF4, zarr and tqdm: hzio convert and export and their progress bars (tests/python/test_convert.py);
-  # lz4 and zfpy: bench/codec_bench.py's baselines (the codec libraries alone)
+  # lz4: bench/codec_bench.py's baseline for LZ4 alone
   .venv/bin/python -m pip install -q OpenVisusNoGui ruff mypy xxhash zarr h5py netCDF4 tqdm playwright xarray \
-    "dask[array]" distributed lz4 zfpy
+    "dask[array]" distributed lz4
 fi
 
 echo "== building hzio (C++ core, C API, Fortran modules, tests, Python extension) as a wheel, and installing it"

@@ -85,6 +85,7 @@ class IoRanks:
             raise InvalidArgumentError(f"per_node={per_node} I/O ranks need nodes of more ranks; this node has {n}")
         self.is_io_rank = self.node.rank >= n - per_node
         io_node_ranks = list(range(n - per_node, n))
+        self.per_node = per_node
         compute_node_ranks = list(range(n - per_node))
         # Each compute rank of a node hands its boxes to one I/O rank of the node, in turn.
         self.io_of = {r: io_node_ranks[i % per_node] for i, r in enumerate(compute_node_ranks)}
@@ -411,9 +412,13 @@ class _Server:
 
         m = got[0][1]
 
+        options = dict(m["options"])
+        if not options.get("threads"):  # the I/O ranks share the node's cores: threads=0 gives them all
+            options["threads"] = max(1, (os.cpu_count() or 1) // self.io.per_node)
+
         def create() -> None:
             self.open[m["key"]] = hzio.create(m["path"], shape=m["shape"], fields=m["fields"], comm=self.io.io_comm,
-                                              **m["options"])
+                                              **options)
 
         error = self.collective(create, m["key"])
         if error and m["key"] in self.open:
