@@ -44,6 +44,18 @@ class Opener:
             view = ds.field(field, time=time)
             return outer_index(view if level is None or level == ds.max_level else view.level(level), key)
 
+    def read_times(self, field: str, times: list[int], level: int | None, key: tuple, shape: tuple[int, ...],
+                   dtype: np.dtype) -> np.ndarray:
+        """Local. ``key`` over an array of ``shape`` whose first axis runs over ``times`` (outer indexing): one
+        timestep's read, or a stack of them; an empty selection of timesteps reads nothing."""
+        picked = np.arange(len(times))[key[0]]
+        if picked.ndim == 0:
+            return self.read(field, times[int(picked)], level, key[1:])
+        if picked.size == 0:
+            plane = outer_index(np.broadcast_to(np.zeros((), dtype=bool), shape[1:]), key[1:]).shape
+            return np.empty((0,) + plane, dtype=dtype)
+        return np.stack([self.read(field, times[int(i)], level, key[1:]) for i in picked])
+
     def close(self) -> None:
         """Local. Close the dataset if this process opened it."""
         with self._lock:

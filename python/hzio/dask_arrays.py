@@ -36,10 +36,7 @@ class _Source:
     def __getitem__(self, key: tuple) -> np.ndarray:
         if self.times is None:
             return self.opener.read(self.field, self.time, self.level, key)
-        picked = np.arange(len(self.times))[key[0]]
-        if picked.ndim == 0:
-            return self.opener.read(self.field, self.times[int(picked)], self.level, key[1:])
-        return np.stack([self.opener.read(self.field, self.times[int(i)], self.level, key[1:]) for i in picked])
+        return self.opener.read_times(self.field, self.times, self.level, key, self.shape, self.dtype)
 
 
 def to_dask(path: str | os.PathLike, *, field: str | None = None, time: int | None = None, level: int | None = None,

@@ -226,22 +226,19 @@ class IoDataset:
               copy: bool = True) -> None:
         """Local. Stage a box ([z, y, x] plus components); it is copied into the node's buffer at :meth:`flush`
         (with ``copy=False`` the array must not change until then)."""
-        from ._types import fit_samples
+        from ._types import check_samples
 
         name = next(iter(self._fields)) if field is None else field
         if name not in self._fields:
             raise InvalidArgumentError(f"no field {name!r}; fields: {list(self._fields)}")
         _, scalar, comps = self._fields[name]
         a = np.asarray(array)
-        spatial = a.shape[:-1] if comps > 1 else a.shape
-        if len(spatial) != len(self.grid_shape) or (comps > 1 and a.shape[-1] != comps):
-            extra = f" plus {comps} components" if comps > 1 else ""
-            raise InvalidArgumentError(f"field {name!r} needs {len(self.grid_shape)} axes{extra}, got {a.shape}")
+        data = check_samples(a, name, scalar, comps, len(self.grid_shape))
+        spatial = data.shape[:-1] if comps > 1 else data.shape
         off = tuple(0 for _ in self.grid_shape) if offset is None else tuple(int(v) for v in offset)
         if any(o < 0 or o + n > s for o, n, s in zip(off, spatial, self.grid_shape)):
             raise InvalidArgumentError(f"box at {off} of shape {spatial} is not inside the dataset {self.grid_shape}")
         t = self._times[0] if time is None else int(time)
-        data = fit_samples(a, scalar, f"field {name!r}")
         self._staged.append((name, t, off, data.copy() if copy and data is a else data))
 
     def flush(self) -> FlushReport:

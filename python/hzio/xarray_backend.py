@@ -43,15 +43,7 @@ class FieldArray(BackendArray):
         return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.OUTER, self._outer)
 
     def _outer(self, key: tuple) -> np.ndarray:
-        tkey, rest = key[0], key[1:]
-        picked = np.arange(len(self.times))[tkey]
-        if picked.ndim == 0:
-            return self.opener.read(self.field, self.times[int(picked)], self.level, rest)
-        planes = [self.opener.read(self.field, self.times[int(i)], self.level, rest) for i in picked]
-        if planes:
-            return np.stack(planes)
-        probe = self.opener.read(self.field, self.times[0], self.level, rest) if self.times else None
-        return np.empty((0,) + (probe.shape if probe is not None else ()), dtype=self.dtype)
+        return self.opener.read_times(self.field, self.times, self.level, key, self.shape, self.dtype)
 
 
 def _component_dims(ds: Dataset) -> dict[str, str]:

@@ -48,6 +48,21 @@ def _random_key(rng, shape):
     return tuple(key)
 
 
+def _check_random_keys(view, want, rng, count):
+    """``count`` random keys: the view answers as NumPy does on ``want`` (values, shape, dtype, IndexError)."""
+    for _ in range(count):
+        key = _random_key(rng, want.shape)
+        try:
+            expected = want[key]
+        except IndexError:
+            with pytest.raises(IndexError):
+                view[key]
+            continue
+        got = view[key]
+        assert got.shape == expected.shape and got.dtype == expected.dtype, key
+        assert np.array_equal(got, expected), key
+
+
 @pytest.mark.parametrize("grid", GRIDS, ids=lambda g: f"{len(g)}d")
 def test_field_attributes_match_numpy(tmp_path, rng, grid):
     path, truth = _make(tmp_path, grid, rng)
@@ -91,17 +106,7 @@ def test_basic_indexing_is_numpy_exact(tmp_path, rng, grid):
         for t in (0, 3):
             for name in ("s", "v"):
                 f, want = ds.field(name, time=t), truth[t][name]
-                for _ in range(60):
-                    key = _random_key(rng, want.shape)
-                    try:
-                        expected = want[key]
-                    except IndexError:
-                        with pytest.raises(IndexError):
-                            f[key]
-                        continue
-                    got = f[key]
-                    assert got.shape == expected.shape and got.dtype == expected.dtype, key
-                    assert np.array_equal(got, expected), key
+                _check_random_keys(f, want, rng, 60)
 
 
 @pytest.mark.parametrize("grid", GRIDS, ids=lambda g: f"{len(g)}d")
@@ -117,15 +122,7 @@ def test_level_views_are_indexed_in_their_own_grid(tmp_path, rng, grid):
                 want = truth[0][name][tuple(slice(o, None, s) for o, s in zip(lv.origin, lv.spacing))]
                 assert np.array_equal(whole, want)
                 assert np.array_equal(np.asarray(lv), want) and len(lv) == len(want)
-                for _ in range(12):
-                    key = _random_key(rng, want.shape)
-                    try:
-                        expected = want[key]
-                    except IndexError:
-                        with pytest.raises(IndexError):
-                            lv[key]
-                        continue
-                    assert np.array_equal(lv[key], expected), (level, key)
+                _check_random_keys(lv, want, rng, 12)
 
 
 def test_array_conversion_refuses_above_the_limit(tmp_path, rng, monkeypatch):

@@ -71,6 +71,7 @@ def test_open_dataset_is_lazy_and_matches_numpy(written, rng):
         np.testing.assert_array_equal(xds["n"].isel(time=1, z=4, x=slice(None, None, -2)).values,
                                       truth[2]["n"][4, :, ::-2])
         np.testing.assert_array_equal(xds["t"].sel(time=5, x=3).values, truth[5]["t"][:, :, 3])
+        assert xds["w"].isel(time=[], x=[1, 2]).values.shape == (0, 12, 10, 2, 3)  # nothing read, shape kept
 
 
 def test_indexing_reads_only_what_is_indexed(written, monkeypatch):
