@@ -28,6 +28,13 @@ struct DataFiles::Stored {
   Status sidecar_error;                                        // a malformed sidecar
   Status header_error;                   // when verifying: the header table does not match the sidecar's checksum
   std::vector<std::byte> sidecar_bytes;  // the sidecar while `stats` holds its checksums only
+  // A sidecar read entry by entry (load_sidecar_layout): `stats` is `piecewise`, whose checksums hold
+  // those of the entries marked in `entry_read` (zero elsewhere), read from `sidecar_file`.
+  std::shared_ptr<const io::Readable> sidecar_file;
+  std::shared_ptr<stats::StatsTable> piecewise;
+  stats::SidecarLayout layout;
+  std::vector<uint8_t> entry_read;
+  size_t entries_read = 0;
 };
 
 struct DataFiles::Pending {
@@ -70,6 +77,16 @@ constexpr uint64_t kBufferWriteBytes = uint64_t{16} << 20;
 // 32 MiB starts at most 32); smaller ones are written at once on the calling thread, where a thread
 // would cost more than the write (bench/write_read_bench.py and bench/write_bench.py).
 constexpr uint64_t kAsyncWriteBytes = uint64_t{1} << 20;
+// Sidecars from this size on are read entry by entry by reads that need few of their entries: a small
+// box at full resolution needs a dozen entries of sidecars of hundreds of KiB, whose whole load (and
+// hashing) was most of its first read in an open dataset (bench/small_read_bench.py). Smaller ones are
+// one request anyway.
+constexpr uint64_t kPiecewiseSidecarBytes = uint64_t{64} << 10;
+// A sidecar read entry by entry is loaded whole once a read has needed more than this share of its
+// entries (1 / kPiecewiseShare).
+constexpr size_t kPiecewiseShare = 8;
+// What errors of malformed sidecars add.
+constexpr char kSidecarAdvice[] = " (`hzio index` rewrites the sidecar; reads with verify off do not load it)";
 
 uint64_t align_down(uint64_t x) { return x / io::kDirectAlign * io::kDirectAlign; }
 uint64_t align_up(uint64_t x) { return align_down(x + io::kDirectAlign - 1); }
@@ -167,22 +184,36 @@ Result<DataFiles::Stored*> DataFiles::stored(const Key& key, ReadReport* report)
   return slot.get();
 }
 
-void DataFiles::prefetch_headers(int64_t time, const std::vector<uint64_t>& blocks, bool sidecars) {
+void DataFiles::prefetch_headers(int64_t time, const std::vector<uint64_t>& blocks, bool sidecars, int field) {
   if (!idx_->time.contains(time)) return;
-  std::vector<uint64_t> firsts;
-  {
-    std::lock_guard lock(mutex_);
-    for (uint64_t b : blocks) {
-      const uint64_t first = static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(b)));
-      if ((firsts.empty() || firsts.back() != first) && !stored_.count({time, first})) firsts.push_back(first);
+  const bool entrywise = verify_ && !sidecars && field >= 0;  // sidecar entries, not whole sidecars, may do
+  // Per file of the read, its blocks; and the sidecar layout a dataset of this shape writes.
+  std::map<uint64_t, std::vector<uint64_t>> files;
+  for (uint64_t b : blocks)
+    files[static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(b)))].push_back(b);
+  stats::SidecarLayout expected;
+  expected.head.components = components();
+  expected.head.blocks_per_file = idx_->blocks_per_file;
+  expected.head.sub_block_bits = sub_block_bits_;
+  expected.sidecar_size = stats::sidecar_bytes(expected.head.components, idx_->blocks_per_file, sub_block_bits_);
+  const uint64_t sums_bytes = 8 * stats::checksum_parts(sub_block_bits_);
+  const auto hint_entries = [&](const io::Readable& f, const stats::SidecarLayout& layout,
+                                const std::vector<uint64_t>& of, const std::vector<uint8_t>* read) {
+    const uint64_t bytes = 8 * stats::checksum_parts(layout.head.sub_block_bits);
+    for (uint64_t b : of) {
+      const size_t index = static_cast<size_t>(format::entry_in_file(*idx_, field, b));
+      if (read && (*read)[index]) continue;
+      f.advise_willneed(layout.checksums_offset(index), bytes);  // a sidecar is not mapped: no residency test
     }
-  }
-  std::sort(firsts.begin(), firsts.end());
-  firsts.erase(std::unique(firsts.begin(), firsts.end()), firsts.end());
-  if (firsts.size() < 2) return;  // one file: nothing to overlap
+  };
   const uint64_t table = format::header_table_bytes(static_cast<int>(idx_->fields.size()), idx_->blocks_per_file);
   std::lock_guard lock(mutex_);
-  for (uint64_t first : firsts) {
+  for (const auto& [first, of] : files) {
+    if (auto it = stored_.find({time, first}); it != stored_.end()) {  // known: its sidecar entries still to read
+      const Stored* s = it->second.get();  // null: its load failed, and will fail again in locate()
+      if (entrywise && s && s->piecewise) hint_entries(*s->sidecar_file, s->layout, of, &s->entry_read);
+      continue;
+    }
     auto path = format::data_file_path(*idx_, idx_dir_, static_cast<int64_t>(first), time);
     if (!path.is_ok()) continue;
     // The files stay open for locate(): a remote file holds what it fetched ahead.
@@ -192,7 +223,12 @@ void DataFiles::prefetch_headers(int64_t time, const std::vector<uint64_t>& bloc
     }
     if (!verify_ && !sidecars) continue;
     if (auto f = storage_->open(*path + stats::kStatsSuffix); f.is_ok()) {
-      (*f)->advise_willneed(0, 0);  // the whole file
+      if (entrywise && piecewise_sidecar(expected.sidecar_size, of.size()) && sums_bytes > 0) {
+        (*f)->advise_willneed(0, stats::sidecar_head_bytes(idx_->fields.size()));
+        hint_entries(**f, expected, of, nullptr);
+      } else {
+        (*f)->advise_willneed(0, 0);  // the whole file
+      }
       opened_ahead_[*path + stats::kStatsSuffix] = std::move(f).value();
     }
   }
@@ -239,9 +275,11 @@ Result<std::optional<BlockLocation>> DataFiles::locate(int field, int64_t time, 
   if (verify_) {  // before the entry is trusted, even to say that the block is missing
     HZIO_RETURN_IF_ERROR(load_stats(*s, report, false));
     HZIO_RETURN_IF_ERROR(s->header_error);
+    if (s->piecewise) HZIO_RETURN_IF_ERROR(load_sidecar_entry(*s, index, report));
     if (s->stats && s->stats->version >= 2) {
       w.sidecar = s->stats;
       w.checked = s->checked;
+      if (s->piecewise) w.sidecar_file = s->sidecar_file;
     }
   }
   if (!w.entry.present()) return std::optional<BlockLocation>();
@@ -291,6 +329,7 @@ Status DataFiles::check_payload_parts(const BlockLocation& where, size_t first, 
     if (where.checked && (*where.checked)[at].load(std::memory_order_relaxed)) continue;
     const uint64_t begin = std::min<uint64_t>(k * part, size), end = std::min<uint64_t>(begin + part, size);
     const uint64_t sum = stats::checksum_of(bytes.subspan(begin - base, end - begin));
+    if (sum != where.sidecar->checksums[at] && where.sidecar_file) HZIO_RETURN_IF_ERROR(whole_sidecar_verdict(where));
     if (sum != where.sidecar->checksums[at])
       return mismatch(where, parts > 1 ? " (bytes " + std::to_string(begin) + " to " + std::to_string(end) +
                                              " of its " + std::to_string(size) + ")"
@@ -298,6 +337,15 @@ Status DataFiles::check_payload_parts(const BlockLocation& where, size_t first, 
     if (where.checked) (*where.checked)[at].store(1, std::memory_order_relaxed);
   }
   return Status::ok();
+}
+
+Status DataFiles::whole_sidecar_verdict(const BlockLocation& where) const {
+  const std::string path = where.file->path() + stats::kStatsSuffix;
+  auto bytes = read_sidecar(*where.sidecar_file, path, nullptr);
+  auto t = bytes.is_ok() ? stats::parse_stats_file(bytes.value(), components(), idx_->blocks_per_file, path, false)
+                         : Result<stats::StatsTable>(bytes.status());
+  if (t.is_ok()) return Status::ok();
+  return Status(t.status().code(), t.status().message() + kSidecarAdvice);
 }
 
 Status DataFiles::mismatch(const BlockLocation& where, const std::string& what) const {
@@ -316,19 +364,14 @@ Status DataFiles::load_stats(Stored& s, ReadReport* report, bool entries) {
     const std::string path = s.file->path() + stats::kStatsSuffix;
     auto f = open_committed(path);
     if (!f.is_ok()) return Status::ok();  // no sidecar: statistics unknown
-    auto bytes = read_sidecar(**f, path, report);
-    auto t = bytes.is_ok() ? stats::parse_stats_file(bytes.value(), components(), idx_->blocks_per_file, path, entries)
-                           : Result<stats::StatsTable>(bytes.status());
-    if (!t.is_ok()) {  // kept: every later use of this file meets the same error
-      s.sidecar_error = Status(t.status().code(), t.status().message() +
-                                                      " (`hzio index` rewrites the sidecar; reads with verify off "
-                                                      "do not load it)");
-      return s.sidecar_error;
-    }
-    HZIO_RETURN_IF_ERROR(bind_stats(s, std::move(t).value(), path));
-    // Statistics not asked for yet stay undecoded until they are (a read that verifies needs only the
-    // checksums; decoding every range's record is most of a sidecar's load).
-    if (s.stats && !entries) s.sidecar_bytes = std::move(bytes).value();
+    if (!entries && load_sidecar_layout(s, f.value(), report)) return Status::ok();
+    return load_whole_sidecar(s, **f, report, entries);
+  }
+  if (entries && s.piecewise) {  // statistics wanted: the whole sidecar after all
+    const std::shared_ptr<const io::Readable> f = std::move(s.sidecar_file);
+    s.piecewise.reset();
+    s.stats.reset();
+    return load_whole_sidecar(s, *f, report, true);
   }
   if (entries && !s.sidecar_bytes.empty()) {
     auto t = stats::parse_stats_file(s.sidecar_bytes, components(), idx_->blocks_per_file,
@@ -340,10 +383,71 @@ Status DataFiles::load_stats(Stored& s, ReadReport* report, bool entries) {
   return s.sidecar_error;
 }
 
-Status DataFiles::bind_stats(Stored& s, stats::StatsTable t, const std::string& path) {
-  switch (stats::binding_of(t, s.size, s.header_crc)) {
+Status DataFiles::load_whole_sidecar(Stored& s, const io::Readable& f, ReadReport* report, bool entries) {
+  const std::string path = s.file->path() + stats::kStatsSuffix;
+  auto bytes = read_sidecar(f, path, report);
+  auto t = bytes.is_ok() ? stats::parse_stats_file(bytes.value(), components(), idx_->blocks_per_file, path, entries)
+                         : Result<stats::StatsTable>(bytes.status());
+  if (!t.is_ok()) {  // kept: every later use of this file meets the same error
+    s.sidecar_error = Status(t.status().code(), t.status().message() + kSidecarAdvice);
+    return s.sidecar_error;
+  }
+  HZIO_RETURN_IF_ERROR(bind_stats(s, std::make_shared<stats::StatsTable>(std::move(t).value()), path));
+  // Statistics not asked for yet stay undecoded until they are (a read that verifies needs only the
+  // checksums; decoding every range's record is most of a sidecar's load).
+  if (s.stats && !entries) s.sidecar_bytes = std::move(bytes).value();
+  return s.sidecar_error;
+}
+
+bool DataFiles::piecewise_sidecar(uint64_t sidecar_size, size_t entries_needed) const {
+  const size_t entries = idx_->fields.size() * static_cast<size_t>(idx_->blocks_per_file);
+  return storage_->cheap_small_reads() && sidecar_size >= kPiecewiseSidecarBytes &&
+         entries_needed * kPiecewiseShare <= entries;
+}
+
+bool DataFiles::load_sidecar_layout(Stored& s, const std::shared_ptr<const io::Readable>& f, ReadReport* report) {
+  auto size = f->size();
+  if (!size.is_ok() || !piecewise_sidecar(size.value(), 1)) return false;
+  std::vector<std::byte> head(stats::sidecar_head_bytes(idx_->fields.size()));
+  if (size.value() < head.size() || !f->read_at(0, head).is_ok()) return false;
+  if (report) report->bytes_read += static_cast<int64_t>(head.size());
+  auto layout = stats::sidecar_layout(head, size.value(), components(), idx_->blocks_per_file);
+  // Anything but a well-formed sidecar of the file as it is now is left to the whole load, whose
+  // verdict (malformed, stale, damaged header table) needs every byte.
+  if (!layout || stats::binding_of(layout->head, s.size, s.header_crc) != stats::Binding::kCurrent) return false;
+  const size_t entries = idx_->fields.size() * static_cast<size_t>(idx_->blocks_per_file);
+  auto t = std::make_shared<stats::StatsTable>(layout->head);
+  t->checksums.assign(entries * stats::checksum_parts(t->sub_block_bits), 0);
+  if (!bind_stats(s, t, f->path()).is_ok() || !s.stats) return false;  // cannot fail: the binding is current
+  s.layout = std::move(layout).value();
+  s.entry_read.assign(entries, 0);
+  s.entries_read = 0;
+  s.sidecar_file = f;
+  s.piecewise = std::move(t);
+  return true;
+}
+
+Status DataFiles::load_sidecar_entry(Stored& s, size_t index, ReadReport* report) {
+  if (s.entry_read[index]) return Status::ok();
+  if (!piecewise_sidecar(s.layout.sidecar_size, s.entries_read + 1)) {  // many entries: all of them at once
+    const std::shared_ptr<const io::Readable> f = std::move(s.sidecar_file);
+    s.piecewise.reset();
+    s.stats.reset();
+    return load_whole_sidecar(s, *f, report, false);
+  }
+  const size_t sums = stats::checksum_parts(s.layout.head.sub_block_bits);
+  std::span<uint64_t> out(s.piecewise->checksums.data() + index * sums, sums);
+  HZIO_RETURN_IF_ERROR(s.sidecar_file->read_at(s.layout.checksums_offset(index), std::as_writable_bytes(out)));
+  if (report) report->bytes_read += static_cast<int64_t>(sums * 8);
+  s.entry_read[index] = 1;
+  ++s.entries_read;
+  return Status::ok();
+}
+
+Status DataFiles::bind_stats(Stored& s, std::shared_ptr<stats::StatsTable> t, const std::string& path) {
+  switch (stats::binding_of(*t, s.size, s.header_crc)) {
     case stats::Binding::kCurrent: {
-      s.stats = std::make_shared<const stats::StatsTable>(std::move(t));
+      s.stats = std::move(t);
       // This open remembers what it checked. Other opens of this process share that only for files
       // that changed more than a few seconds ago: file times have a coarse clock, and a file changed
       // again within it could keep its times (as git treats "racily clean" files).

@@ -35,6 +35,9 @@ struct BlockLocation {
   // Per checksum part of every entry of that file: already checked in this process (set by
   // check_payload_parts; null: check every time). Dropped with the file's cached state after a commit.
   std::shared_ptr<std::vector<std::atomic<uint8_t>>> checked;
+  // Set when `sidecar` holds only the checksums of the entries read so far (its file read entry by
+  // entry): a mismatch then loads it whole, to tell a damaged sidecar from a damaged payload.
+  std::shared_ptr<const io::Readable> sidecar_file;
   size_t entry_index = 0;
   int field = 0;
   int64_t time = 0;
@@ -65,7 +68,9 @@ class DataFiles {
   // `blocks` of `time` that are not cached yet, all at once, so that the locate() and block_stats()
   // calls that follow find them read instead of reading one file after another. A hint: errors are
   // left to locate().
-  void prefetch_headers(int64_t time, const std::vector<uint64_t>& blocks, bool sidecars = false);
+  // With `field` >= 0 (a read of that field), only the sidecar entries of those blocks are asked for
+  // where locate() will read them entry by entry.
+  void prefetch_headers(int64_t time, const std::vector<uint64_t>& blocks, bool sidecars = false, int field = -1);
 
   // Local, thread-safe. Checks a located block's stored payload (all `entry.size` bytes) against its
   // checksums; ok when the location has none. Errors: kCorrupt naming the file, field, timestep and block.
@@ -171,11 +176,18 @@ class DataFiles {
   Status wait_written(Pending& p);               // waits for the writer; the log's first write error if any
   // The sidecar of a committed file, loaded once; with `entries`, its statistics decoded too.
   Status load_stats(Stored& s, ReadReport* report, bool entries);
-  Status bind_stats(Stored& s, stats::StatsTable t, const std::string& path);
+  Status load_whole_sidecar(Stored& s, const io::Readable& f, ReadReport* report, bool entries);
+  bool load_sidecar_layout(Stored& s, const std::shared_ptr<const io::Readable>& f, ReadReport* report);
+  Status load_sidecar_entry(Stored& s, size_t index, ReadReport* report);
+  bool piecewise_sidecar(uint64_t sidecar_size, size_t entries_needed) const;
+  Status bind_stats(Stored& s, std::shared_ptr<stats::StatsTable> t, const std::string& path);
   Result<std::vector<std::byte>> read_sidecar(const io::Readable& f, const std::string& path, ReadReport* report) const;
   Status write_stats(Pending& p, Stored* old, const std::vector<format::BlockEntry>& entries, uint64_t file_size,
                      std::span<const std::byte> header, const std::vector<uint64_t>& checksums);
   Status mismatch(const BlockLocation& where, const std::string& what) const;
+  // For a location whose sidecar was read entry by entry: the error of the whole sidecar when it is
+  // malformed (a damaged sidecar, not payload, is then the cause of a mismatch), ok otherwise.
+  Status whole_sidecar_verdict(const BlockLocation& where) const;
   std::vector<int> components() const;
 
   const format::IdxFile* idx_;

@@ -26,7 +26,8 @@ Dataset::Impl::Impl(std::string path, format::IdxFile idx, const OpenOptions& op
       options_(options),
       storage_(std::move(storage)),
       name_(storage_->describe(path_)),
-      pool_(options.threads) {
+      pool_owner_(util::ThreadPool::acquire(options.threads)),
+      pool_(*pool_owner_) {
   space_ = std::make_unique<hzorder::HzSpace>(idx_.bitmask, idx_.bits_per_block);
   pending_ = core::WriteTally(idx_.bitmask.max_level());
   files_ = std::make_unique<core::DataFiles>(&idx_, dir_, options_.durable, format::sub_block_bits_of(idx_).value_or(0),
@@ -289,13 +290,12 @@ Result<std::unique_ptr<Dataset>> Dataset::open_in(std::shared_ptr<const io::Stor
     // A .idx names its data files by templates: one from elsewhere must not make hzio read (or write)
     // files outside the folder it lies in, unless the user says so.
     const std::string dir = io::parent_dir(path);
-    HZIO_ASSIGN_OR_RETURN(format::DataFileNames names, format::DataFileNames::of(idx, dir));
-    if (names.root() != dir && names.root().rfind(dir == "/" ? dir : dir + "/", 0) != 0) {
-      return invalid_argument("dataset " + path + ": its file name templates ((filename_template) '" +
-                              idx.filename_template + "'" +
-                              (idx.time.template_text.empty() ? "" : ", (time) '" + idx.time.template_text + "'") +
-                              ") reach outside its folder " + dir + " (to " + names.root() +
-                              "); open it with allow_outside_folder to read it");
+    HZIO_ASSIGN_OR_RETURN(const std::string root, format::DataFileNames::root_of(idx, dir));
+    if (root != dir && root.rfind(dir == "/" ? dir : dir + "/", 0) != 0) {
+      return invalid_argument(
+          "dataset " + path + ": its file name templates ((filename_template) '" + idx.filename_template + "'" +
+          (idx.time.template_text.empty() ? "" : ", (time) '" + idx.time.template_text + "'") +
+          ") reach outside its folder " + dir + " (to " + root + "); open it with allow_outside_folder to read it");
     }
   }
   if (options.writable) {

@@ -56,7 +56,9 @@ class Dataset::Impl {
                          const hzorder::ArrayView& view, const core::WindowFill& fill);
   Status read_block_by_block(LocatedBlocks& plan, const Box& box, int level, int min_level, int field,
                              const hzorder::ArrayView& view, DecodedBlocks* keep, bool fill_default);
-  // Whether a located block is a raw block of a committed file, placeable from the file's mapping.
+  // Whether a located block is a raw block of a committed file (its payload is its samples).
+  bool raw_committed(const core::BlockLocation& where, int field) const;
+  // Whether it is, and placeable from the file's mapping.
   bool mapped(const core::BlockLocation& where, int field) const;
   // The runs of a decoded block (in `layout`) holding its samples of levels [min_level, level].
   std::vector<hzorder::Run> runs_to_place(uint64_t block, Layout layout, int min_level, int level) const;
@@ -101,7 +103,8 @@ class Dataset::Impl {
   std::unique_ptr<core::DataFiles> files_;
   std::mutex version_mutex_;
   std::optional<core::IdxVersion> files_version_;  // of the .idx when files_ last dropped its open files
-  util::ThreadPool pool_;
+  std::shared_ptr<util::ThreadPool> pool_owner_;   // util::ThreadPool::acquire: its threads outlive the dataset
+  util::ThreadPool& pool_;
   bool closed_ = false;
   std::set<int64_t> new_times_;
   // Set by create until the first commit succeeds; created_dirs_: the folders create made for the .idx.

@@ -117,7 +117,7 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
   // Locate every block first: missing blocks decide whether defaults are needed at all, and the
   // payload spans can be read ahead.
   plan.where.resize(plan.blocks.size());
-  files_->prefetch_headers(time, plan.blocks);
+  files_->prefetch_headers(time, plan.blocks, false, field);
   std::map<const io::Readable*, size_t> span_of;
   for (size_t i = 0; i < plan.blocks.size(); ++i) {
     if (keep && plan.blocks[i] == 0 && keep->blocks.count(0)) continue;
@@ -162,11 +162,14 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
   return s;
 }
 
+bool Dataset::Impl::raw_committed(const core::BlockLocation& w, int field) const {
+  return w.committed && format::codec_code_of(w.entry.flags) == 0 && w.entry.size == block_bytes(field);
+}
+
 bool Dataset::Impl::mapped(const core::BlockLocation& w, int field) const {
   // A raw block of a committed file can be placed straight from the page cache (one pass, no copy).
-  const uint64_t bytes = block_bytes(field);
-  return w.committed && format::codec_code_of(w.entry.flags) == 0 && w.entry.size == bytes && w.file->map_readonly() &&
-         w.entry.offset + bytes <= w.file->mapped_bytes();
+  return raw_committed(w, field) && w.file->map_readonly() &&
+         w.entry.offset + block_bytes(field) <= w.file->mapped_bytes();
 }
 
 Status Dataset::Impl::read_in_windows(LocatedBlocks& plan, const Box& box, int level, int min_level, int field,
@@ -226,6 +229,9 @@ Status Dataset::Impl::read_block_by_block(LocatedBlocks& plan, const Box& box, i
   for (size_t i = 0; i < plan.blocks.size(); ++i)
     if (plan.where[i]) partial[i] = {0, plan.where[i]->entry.size};
   std::vector<core::Span> streamed;
+  // Small reads take their raw blocks' bytes with pread into buffers: placing them from the files'
+  // mappings costs more in page faults, and in unmapping at close, than the copy (bench/small_read_bench.py).
+  bool small = false;
   if (span_bytes >= kPrefetchThreadBytes && 2 * plan.needed_bytes >= span_bytes) {
     for (const auto& w : plan.where)
       if (w) streamed.push_back({w->file.get(), w->entry.offset, w->entry.offset + w->entry.size});
@@ -233,17 +239,18 @@ Status Dataset::Impl::read_block_by_block(LocatedBlocks& plan, const Box& box, i
     for (const core::Span& sp : plan.spans)  // large scattered reads: one hint per file
       if (sp.end - sp.begin >= (uint64_t{1} << 20)) sp.file->advise_willneed(sp.begin, sp.end - sp.begin);
   } else {
+    small = true;
     // Small reads: every block asked for at once, and only the blocks. A hint over a file's span would
     // also read the gaps between them: several times the box's bytes for a small box at full resolution,
     // whose blocks lie far apart in files that hold whole levels (bench/small_read_bench.py). Of a raw
-    // block placed from its mapping, only the bytes between the first and last sample the box takes
+    // block, only the bytes between the first and last sample the box takes
     // (widened to whole checksum parts, which are checked) are asked for and touched: a coarse block
     // spans far more than a small box.
     std::vector<core::Span> ranges;
     for (size_t i = 0; i < plan.blocks.size(); ++i) {
       const auto& w = plan.where[i];
       if (!w) continue;
-      if (!(keep && plan.blocks[i] == 0) && mapped(*w, field)) {
+      if (!(keep && plan.blocks[i] == 0) && raw_committed(*w, field)) {
         const size_t sb = fc.dtype.bytes();
         const auto [first, last] =
             index_range_in_box(runs_to_place(plan.blocks[i], format::layout_of(w->entry.flags), min_level, level), box);
@@ -252,7 +259,7 @@ Status Dataset::Impl::read_block_by_block(LocatedBlocks& plan, const Box& box, i
       }
       ranges.push_back({w->file.get(), w->entry.offset + partial[i].first, w->entry.offset + partial[i].second});
     }
-    core::hint_ranges(std::move(ranges));
+    core::hint_ranges(std::move(ranges), false);
   }
   core::Prefetcher prefetcher(std::move(streamed));
 
@@ -270,11 +277,17 @@ Status Dataset::Impl::read_block_by_block(LocatedBlocks& plan, const Box& box, i
     if (keep && b == 0 && keep->blocks.count(0)) {
       layout = keep->blocks[0].first;
       data = keep->blocks[0].second.data();
-    } else if (w && !(keep && b == 0) && mapped(*w, field)) {
+    } else if (w && !(keep && b == 0) && (small ? raw_committed(*w, field) : mapped(*w, field))) {
       layout = format::layout_of(w->entry.flags);
-      data = w->file->map_readonly() + w->entry.offset;
       const auto [begin, end] = partial[i];
-      s = files_->check_payload_range(*w, begin, end, {data, w->entry.size});
+      if (small) {  // only the bytes [begin, end) are read, and only those are placed
+        buffer.resize(bytes);
+        s = w->file->read_at(w->entry.offset + begin, std::span<std::byte>(buffer.data() + begin, end - begin));
+        data = buffer.data();
+      } else {
+        data = w->file->map_readonly() + w->entry.offset;
+      }
+      if (s.is_ok()) s = files_->check_payload_range(*w, begin, end, {data, w->entry.size});
       mine.bytes_read += static_cast<int64_t>(end - begin);
       read += 1;
       min_bytes += static_cast<int64_t>(end - begin);

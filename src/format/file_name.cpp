@@ -176,7 +176,7 @@ Result<std::string> marked_name(const IdxFile& idx, const std::string& idx_dir, 
 
 }  // namespace
 
-Result<DataFileNames> DataFileNames::of(const IdxFile& idx, const std::string& idx_dir) {
+Result<DataFileNames> DataFileNames::layout(const IdxFile& idx, const std::string& idx_dir, bool with_pattern) {
   std::vector<TemplateField> fields;
   HZIO_ASSIGN_OR_RETURN(std::string name, marked_name(idx, idx_dir, fields, false));
   // Extra folders hold the hex digits of block numbers that the fields cannot (step 4 of the expansion).
@@ -191,6 +191,7 @@ Result<DataFileNames> DataFileNames::of(const IdxFile& idx, const std::string& i
   const size_t first_var = name.find_first_of("\x01\x02\x03");
   const size_t root_end = name.find_last_of('/', first_var == std::string::npos ? name.size() : first_var);
   out.root_ = root_end == std::string::npos || root_end == 0 ? "/" : name.substr(0, root_end);
+  if (!with_pattern) return out;
   std::string pattern;
   for (size_t i = 0; i < name.size(); ++i) {
     if (name[i] == '\x01')
@@ -212,6 +213,15 @@ Result<DataFileNames> DataFileNames::of(const IdxFile& idx, const std::string& i
     return format_error("(filename_template) '" + idx.filename_template + "' cannot be matched");
   }
   return out;
+}
+
+Result<DataFileNames> DataFileNames::of(const IdxFile& idx, const std::string& idx_dir) {
+  return layout(idx, idx_dir, true);
+}
+
+Result<std::string> DataFileNames::root_of(const IdxFile& idx, const std::string& idx_dir) {
+  HZIO_ASSIGN_OR_RETURN(DataFileNames names, layout(idx, idx_dir, false));
+  return std::move(names.root_);
 }
 
 bool DataFileNames::matches(const std::string& path) const { return std::regex_match(path, pattern_); }

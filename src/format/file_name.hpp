@@ -31,6 +31,9 @@ class DataFileNames {
  public:
   // Local. Errors: kFormat for a malformed template (as data_file_path).
   static Result<DataFileNames> of(const IdxFile& idx, const std::string& idx_dir);
+  // Local. root() of the names, without building the matcher (which costs more than opening a dataset).
+  // Errors: as of().
+  static Result<std::string> root_of(const IdxFile& idx, const std::string& idx_dir);
   // Local, thread-safe. Whether `path` (absolute and lexically normal, as data_file_path gives) is
   // one of the names.
   bool matches(const std::string& path) const;
@@ -39,6 +42,8 @@ class DataFileNames {
   int depth() const { return depth_; }
 
  private:
+  static Result<DataFileNames> layout(const IdxFile& idx, const std::string& idx_dir, bool with_pattern);
+
   std::regex pattern_;
   std::string root_;
   int depth_ = 0;

@@ -252,13 +252,21 @@ int64_t sample_count(const Plan& p) { return (p.hi[0] - p.lo[0]) * (p.hi[1] - p.
 }  // namespace
 
 int64_t copy_run(const Run& run, const Box& clip, std::byte* block, const ArrayView& array, Direction direction) {
+  constexpr uint64_t kWalkDecodeBytes = uint64_t{16} << 20;
   Plan p;
   if (!make_plan(run, clip, array, p)) return 0;
   // Stores should be sequential and loads scattered: encoding walks the block in index order and
   // gathers from the array; decoding walks the array rows and gathers from the (cache-resident) block.
-  if (direction == Direction::kArrayToBlock) {
+  // Decoding walks the block too when the array is small enough to stay in the caches while the
+  // block's samples scatter into it (bench/hz_kernel_bench.cpp: faster up to 128^3, slower at 256^3).
+  const bool walk = direction == Direction::kArrayToBlock ||
+                    static_cast<uint64_t>(array.grid.sample_count()) * array.sample_bytes <= kWalkDecodeBytes;
+  if (walk) {
     const int nbits = aligned_part_bits(run, p);
-    if (nbits >= 0 && dispatch_walk<Direction::kArrayToBlock>(run, p, nbits, block, array)) return sample_count(p);
+    if (nbits >= 0 &&
+        (direction == Direction::kArrayToBlock ? dispatch_walk<Direction::kArrayToBlock>(run, p, nbits, block, array)
+                                               : dispatch_walk<Direction::kBlockToArray>(run, p, nbits, block, array)))
+      return sample_count(p);
   }
   const bool rows_contiguous = run.luts->x_is_identity && p.array_step[0] == 1;
   if (direction == Direction::kArrayToBlock)

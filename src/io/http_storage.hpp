@@ -45,6 +45,7 @@ class HttpStorage final : public Storage, public std::enable_shared_from_this<Ht
   int64_t bytes() const { return bytes_.load(); }
 
   bool writable() const override { return false; }
+  bool cheap_small_reads() const override { return false; }
   bool checks_commits() const override { return false; }
   std::string describe(const std::string& path) const override { return origin_ + path; }
   Result<std::shared_ptr<const Readable>> open(const std::string& path) const override;

@@ -64,6 +64,10 @@ class Storage {
   // the .idx's identity: docs/design/commit.md "Atomic rewrites"). Remote storage does not: a reader
   // elsewhere cannot tell whether the process holding a marker lives.
   virtual bool checks_commits() const { return true; }
+  // Whether many small reads of one file cost about what their bytes cost (local files, memory), so
+  // that a reader may take a few entries of a large table instead of all of it. Remote storage pays a
+  // round trip per request.
+  virtual bool cheap_small_reads() const { return true; }
   // How users name the file at `path` (a URL for remote storage).
   virtual std::string describe(const std::string& path) const { return path; }
   // Opens a regular file. Errors: kNotFound (absent), kIo (not a regular file, or unreadable).

@@ -133,6 +133,50 @@ std::vector<std::byte> serialize_stats_file(const StatsTable& t) {
   return out;
 }
 
+size_t sidecar_head_bytes(size_t fields) { return kHeaderBytes + (fields + fields % 2) * 4; }
+
+namespace {
+uint64_t entry_record_bytes(int comps, int sub_block_bits) {
+  const uint64_t parts = sub_block_bits > 0 ? uint64_t{1} << sub_block_bits : 0;
+  return 8 * checksum_parts(sub_block_bits) + (1 + parts) * range_record_bytes(comps);
+}
+}  // namespace
+
+uint64_t sidecar_bytes(const std::vector<int>& components, int64_t blocks_per_file, int sub_block_bits) {
+  uint64_t want = sidecar_head_bytes(components.size()) + 8;
+  for (int c : components) want += static_cast<uint64_t>(blocks_per_file) * entry_record_bytes(c, sub_block_bits);
+  return want;
+}
+
+uint64_t SidecarLayout::checksums_offset(size_t entry) const {
+  const size_t bpf = static_cast<size_t>(head.blocks_per_file);
+  uint64_t at = sidecar_head_bytes(head.components.size());
+  for (size_t f = 0; f < entry / bpf; ++f) at += bpf * entry_record_bytes(head.components[f], head.sub_block_bits);
+  return at + (entry % bpf) * entry_record_bytes(head.components[entry / bpf], head.sub_block_bits);
+}
+
+std::optional<SidecarLayout> sidecar_layout(std::span<const std::byte> head, uint64_t sidecar_size,
+                                            const std::vector<int>& components, int64_t blocks_per_file) {
+  const std::byte* p = head.data();
+  if (head.size() < sidecar_head_bytes(components.size()) || std::memcmp(p, kMagic, 8) != 0 ||
+      get<uint32_t>(p + 8) != 2 || get<uint32_t>(p + 12) != components.size() ||
+      get<uint64_t>(p + 16) != static_cast<uint64_t>(blocks_per_file) || get<uint32_t>(p + 24) > 24 ||
+      get<uint32_t>(p + 28) != kChecksumXxh3)
+    return std::nullopt;
+  for (size_t f = 0; f < components.size(); ++f)
+    if (get<uint32_t>(p + kHeaderBytes + 4 * f) != static_cast<uint32_t>(components[f])) return std::nullopt;
+  SidecarLayout out;
+  out.head.version = 2;
+  out.head.sub_block_bits = static_cast<int>(get<uint32_t>(p + 24));
+  out.head.blocks_per_file = blocks_per_file;
+  out.head.components = components;
+  out.head.data_file_size = get<uint64_t>(p + 32);
+  out.head.header_crc = get<uint32_t>(p + 40);
+  out.sidecar_size = sidecar_size;
+  if (sidecar_size != sidecar_bytes(components, blocks_per_file, out.head.sub_block_bits)) return std::nullopt;
+  return out;
+}
+
 Result<StatsTable> parse_stats_file(std::span<const std::byte> bytes, const std::vector<int>& components,
                                     int64_t blocks_per_file, const std::string& name, bool with_entries) {
   const std::string where = "statistics file " + name + ": ";

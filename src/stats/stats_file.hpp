@@ -54,6 +54,27 @@ std::vector<std::byte> serialize_stats_file(const StatsTable& table);
 Result<StatsTable> parse_stats_file(std::span<const std::byte> bytes, const std::vector<int>& components,
                                     int64_t blocks_per_file, const std::string& name, bool with_entries = true);
 
+// Where each entry's checksums lie in a version 2 sidecar, for readers that take them entry by entry
+// instead of loading the whole sidecar (a small read of a large data file).
+struct SidecarLayout {
+  StatsTable head;            // what the header says; no entries, no checksums
+  uint64_t sidecar_size = 0;  // bytes
+  // Local. The byte offset of entry `entry`'s checksums (field-major entry order): checksum_parts(
+  // head.sub_block_bits) uint64 values.
+  uint64_t checksums_offset(size_t entry) const;
+};
+// Local. How many leading bytes of a sidecar sidecar_layout() needs, for `fields` fields.
+size_t sidecar_head_bytes(size_t fields);
+// Local. The layout of a sidecar of `sidecar_size` bytes whose first sidecar_head_bytes() bytes are
+// `head`, if it is a version 2 sidecar of this dataset's shape with exactly the size its header
+// implies; nullopt otherwise (the caller then loads the whole sidecar through parse_stats_file, which
+// names the problem). The sidecar's own checksum is not checked: an entry's checksums taken this way
+// can only fail to match the payload they describe, never make a wrong payload pass.
+std::optional<SidecarLayout> sidecar_layout(std::span<const std::byte> head, uint64_t sidecar_size,
+                                            const std::vector<int>& components, int64_t blocks_per_file);
+// Local. The sidecar size that sidecar_layout() expects for these parameters (version 2).
+uint64_t sidecar_bytes(const std::vector<int>& components, int64_t blocks_per_file, int sub_block_bits);
+
 // Local. Checksums per payload: the payload is cut into this many equal parts (the last may be shorter),
 // so that a raw block's parts, which queries read alone, can be checked alone.
 inline size_t checksum_parts(int sub_block_bits) { return size_t{1} << sub_block_bits; }

@@ -1,9 +1,57 @@
 // ThreadPool implementation: workers pull indices from a shared counter.
 #include "util/thread_pool.hpp"
 
+#include <pthread.h>
+
+#include <algorithm>
 #include <utility>
 
 namespace hzio::util {
+namespace {
+
+// The idle pools acquire() hands out again.
+struct IdlePools {
+  static constexpr size_t kMax = 4;
+  std::mutex mutex;
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+};
+
+IdlePools& idle_pools() {
+  // Never destroyed: pools given back while the process exits must not meet a destroyed registry.
+  static IdlePools* idle = [] {
+    auto* p = new IdlePools;
+    // A child of fork() has none of the parent's threads: its idle pools are forgotten, not joined.
+    ::pthread_atfork(nullptr, nullptr, [] {
+      for (auto& pool : idle_pools().pools) (void)pool.release();
+      idle_pools().pools.clear();
+    });
+    return p;
+  }();
+  return *idle;
+}
+
+}  // namespace
+
+std::shared_ptr<ThreadPool> ThreadPool::acquire(int threads) {
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  IdlePools& idle = idle_pools();
+  std::unique_ptr<ThreadPool> pool;
+  {
+    std::lock_guard lock(idle.mutex);
+    auto it = std::find_if(idle.pools.begin(), idle.pools.end(), [&](const auto& p) { return p->size() == threads; });
+    if (it != idle.pools.end()) {
+      pool = std::move(*it);
+      idle.pools.erase(it);
+    }
+  }
+  if (!pool) pool = std::make_unique<ThreadPool>(threads);
+  return std::shared_ptr<ThreadPool>(pool.release(), [](ThreadPool* p) {
+    std::unique_ptr<ThreadPool> back(p);
+    IdlePools& idle = idle_pools();
+    std::lock_guard lock(idle.mutex);
+    if (idle.pools.size() < IdlePools::kMax) idle.pools.push_back(std::move(back));
+  });  // a pool beyond kMax stops here, its threads joined under the lock (rare: many datasets at once)
+}
 
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

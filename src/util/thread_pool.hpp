@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -16,6 +17,11 @@ class ThreadPool {
   // Local. threads <= 0 means std::thread::hardware_concurrency().
   explicit ThreadPool(int threads);
   ~ThreadPool();
+  // Local, thread-safe. A pool of `threads` threads (counted as by the constructor) for the caller
+  // alone: one that an earlier owner gave back when there is one, else a new one. Dropping the last
+  // reference gives it back (a few idle pools are kept, the others stop): opening a dataset then
+  // starts no threads (bench/small_read_bench.py, open + read of a small box).
+  static std::shared_ptr<ThreadPool> acquire(int threads);
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Local, not reentrant. Runs fn(i) for i in [0, n) on the pool and the calling thread; returns when
