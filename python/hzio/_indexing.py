@@ -44,14 +44,21 @@ def normalize_key(key, shape):
 def plan(key, shape):
     """Return ``(lo, hi, picks)``: the bounding box to read ([z, y, x]) and per-axis selections into it.
 
-    ``picks[a]`` is an int (the axis is dropped) or an index array (possibly empty or descending).
-    ``lo``/``hi`` are None when the selection is empty.
+    ``picks[a]`` is an int (the axis is dropped), a ``range(0, hi - lo)`` (the whole axis of the box, as a
+    step-1 slice gives) or an index array (possibly empty or descending). ``lo``/``hi`` are None when the
+    selection is empty.
     """
     lo, hi, picks = [], [], []
     empty = False
     for k, n in zip(normalize_key(key, shape), shape):
         if isinstance(k, slice):
-            idx = np.arange(*k.indices(n), dtype=np.int64)
+            start, stop, step = k.indices(n)
+            if step == 1 and stop > start:  # the common case, without NumPy's per-call costs
+                lo.append(start)
+                hi.append(stop)
+                picks.append(range(stop - start))
+                continue
+            idx = np.arange(start, stop, step, dtype=np.int64)
             if idx.size == 0:
                 empty = True
                 lo.append(0)
@@ -84,7 +91,8 @@ def plan_array(key, grid_shape, comps):
     lo, hi, picks = plan(key, tuple(grid_shape) + (comps,))
     if lo is None:
         return None, None, picks
-    picks[-1] = picks[-1] + lo[-1]
+    last = picks[-1]
+    picks[-1] = np.arange(last.start, last.stop, dtype=np.int64) + lo[-1] if isinstance(last, range) else last + lo[-1]
     return lo[:-1], hi[:-1], picks
 
 
@@ -100,6 +108,8 @@ def select(block, picks):
     for p in picks:
         if isinstance(p, (int, np.integer)):
             out = np.take(out, int(p), axis=axis)
+        elif isinstance(p, range):  # the whole axis
+            axis += 1
         else:
             if not (p.size == out.shape[axis] and (p.size == 0 or (p[0] == 0 and np.all(np.diff(p) == 1)))):
                 out = np.take(out, p, axis=axis)

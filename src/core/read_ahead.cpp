@@ -10,12 +10,12 @@
 
 namespace hzio::core {
 
-void hint_ranges(std::vector<Span> ranges, bool check_resident) {
+void hint_ranges(std::vector<Span> ranges, bool may_map) {
   constexpr uint64_t kGap = uint64_t{64} << 10;
   std::sort(ranges.begin(), ranges.end(),
             [](const Span& a, const Span& b) { return std::tie(a.file, a.begin) < std::tie(b.file, b.begin); });
   const auto issue = [&](const Span& s) {
-    if (s.end > s.begin && !(check_resident && s.file->resident(s.begin, s.end - s.begin)))
+    if (s.end > s.begin && !((may_map || s.file->mapped()) && s.file->resident(s.begin, s.end - s.begin)))
       s.file->advise_willneed(s.begin, s.end - s.begin);
   };
   for (size_t i = 0; i < ranges.size();) {

@@ -22,11 +22,11 @@ struct Span {
 
 // Local. Asks for the given byte ranges ahead of their use, from the calling thread, without waiting:
 // the ranges of each file in file order, neighbours closer than 64 KiB merged into one request, each
-// request a WILLNEED hint unless it is known to be in memory (`check_resident`: asking needs the file's
-// mapping). Every request is queued before the first read or placement waits for one, so the disk
-// serves a small read's blocks concurrently instead of one after another, and the gaps between the
-// blocks are not read.
-void hint_ranges(std::vector<Span> ranges, bool check_resident = true);
+// request a WILLNEED hint unless it is known to be in memory (asking needs the file's mapping: with
+// `may_map` false, only files mapped already are asked). Every request is queued before the first read or placement
+// waits for one, so the disk serves a small read's blocks concurrently instead of one after another, and the gaps
+// between the blocks are not read.
+void hint_ranges(std::vector<Span> ranges, bool may_map = true);
 
 // Streams the payloads of a large read into the page cache from a helper thread, in the order the
 // workers place blocks (per file, neighbouring blocks merged into requests of up to 64 MiB), so

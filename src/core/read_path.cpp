@@ -229,8 +229,11 @@ Status Dataset::Impl::read_block_by_block(LocatedBlocks& plan, const Box& box, i
   for (size_t i = 0; i < plan.blocks.size(); ++i)
     if (plan.where[i]) partial[i] = {0, plan.where[i]->entry.size};
   std::vector<core::Span> streamed;
-  // Small reads take their raw blocks' bytes with pread into buffers: placing them from the files'
-  // mappings costs more in page faults, and in unmapping at close, than the copy (bench/small_read_bench.py).
+  // A small read takes its raw blocks' bytes with pread into buffers instead of placing them from the
+  // files' mappings. A first touch of a mapping costs about as much in page faults as the copy, and
+  // unmapping touched pages at close costs more; mapping the files after a first read made a second
+  // read of a box slower and only a third one faster (bench/small_read_bench.py and a 64^3 box read
+  // three times between an open and a close).
   bool small = false;
   if (span_bytes >= kPrefetchThreadBytes && 2 * plan.needed_bytes >= span_bytes) {
     for (const auto& w : plan.where)

@@ -241,6 +241,7 @@ class HttpFile final : public Readable {
 
   const std::byte* map_readonly() const override { return nullptr; }
   size_t mapped_bytes() const override { return 0; }
+  bool mapped() const override { return false; }
   Status load(uint64_t, uint64_t) const override { return Status::ok(); }
   bool resident(uint64_t, uint64_t) const override { return false; }
   // Fetches [offset, offset + length) ahead (length 0: the whole file, as posix_fadvise reads it).

@@ -106,6 +106,7 @@ const std::byte* File::map_readonly() const {
     map_ = p;
     map_bytes_ = static_cast<size_t>(st.st_size);
   });
+  map_asked_.store(true, std::memory_order_release);
   return static_cast<const std::byte*>(map_);
 }
 

@@ -83,6 +83,8 @@ class File final : public Readable {
   // file must not shrink meanwhile), or nullptr if mapping failed. Mapped once, on first use.
   const std::byte* map_readonly() const override;
   size_t mapped_bytes() const override { return map_bytes_; }
+  // Local, thread-safe.
+  bool mapped() const override { return map_asked_.load(std::memory_order_acquire); }
 
  private:
   bool load_huge(uint64_t offset, uint64_t length) const;
@@ -92,6 +94,7 @@ class File final : public Readable {
   std::string path_;
   std::shared_ptr<FaultSeam> seam_;
   mutable std::once_flag map_once_;
+  mutable std::atomic<bool> map_asked_{false};  // map_once_ has run
   mutable void* map_ = nullptr;
   mutable size_t map_bytes_ = 0;
 };

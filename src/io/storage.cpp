@@ -48,6 +48,7 @@ class MemoryFile final : public Readable {
   }
   const std::byte* map_readonly() const override { return bytes_->empty() ? nullptr : bytes_->data(); }
   size_t mapped_bytes() const override { return bytes_->size(); }
+  bool mapped() const override { return true; }
   Status load(uint64_t offset, uint64_t length) const override {
     if (offset > bytes_->size() || length > bytes_->size() - offset)
       return corrupt("load " + path_ + ": the file ends at byte " + std::to_string(bytes_->size()));

@@ -44,6 +44,8 @@ class Readable {
   // such view (reads then go through read_at).
   virtual const std::byte* map_readonly() const = 0;
   virtual size_t mapped_bytes() const = 0;
+  // Whether map_readonly() has been asked already (and so costs nothing more to ask again).
+  virtual bool mapped() const = 0;
   // Brings a range close (the page cache, for local files) and waits for it; a no-op where the bytes
   // are already in memory. Errors: kIo, kCorrupt if the file ends before the range does.
   virtual Status load(uint64_t offset, uint64_t length) const = 0;
