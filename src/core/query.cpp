@@ -108,7 +108,6 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
   const GridIndex grid_index(grid);
   const std::vector<uint64_t> blocks = d.space_->blocks_of_box(box, 0, level);
   std::vector<Hits> hits(blocks.size());
-  if (want_mask) result->mask.assign(static_cast<size_t>(grid.sample_count()), 0);
   std::mutex mutex;
   Status first_error;
   std::atomic<int64_t> skipped{0};
@@ -175,6 +174,8 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
             {plan.where->file.get(), plan.where->entry.offset + a * sb, plan.where->entry.offset + z * sb});
   }
   core::hint_ranges(std::move(wanted));
+  // Cleared while the disk serves those requests: a mask of a large box takes a while to zero.
+  if (want_mask) result->mask.assign(static_cast<size_t>(grid.sample_count()), 0);
   d.pool_.parallel_for(blocks.size(), [&](size_t i) {
     const uint64_t b = blocks[i];
     Plan& plan = plans[i];
