@@ -30,6 +30,7 @@ module hzio
 
   type, bind(C) :: c_open_options
     integer(c_int) :: writable = 0, skip_checksums = 0, allow_outside_folder = 0
+    integer(c_int64_t) :: read_cache_bytes = 0  ! 0: the default
   end type c_open_options
 
   interface

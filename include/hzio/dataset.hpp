@@ -51,6 +51,9 @@ struct OpenOptions {
   bool durable = true;                     // fsync data files and the .idx at commit
   int threads = 0;                         // worker threads; 0 = hardware concurrency
   size_t cache_bytes = size_t{256} << 20;  // bound on partially written blocks held in memory
+  // Bound on the raw block bytes that small reads keep for the reads that follow (a box read again, the
+  // coarse blocks shared by neighbouring boxes); 0 keeps none (docs/design/read-path.md "Read cache").
+  size_t read_cache_bytes = size_t{8} << 20;
   // Reads check every stored payload and header table against the checksums of the statistics
   // sidecars (docs/format.md "Checksums"); false skips the checks (and the sidecar loads they need).
   bool verify_checksums = true;

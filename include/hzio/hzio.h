@@ -51,6 +51,7 @@ typedef struct hzio_open_options {
   int writable;             /* != 0: writes allowed */
   int skip_checksums;       /* != 0: reads do not check blocks against their checksums (format.md "Checksums") */
   int allow_outside_folder; /* != 0: accept templates naming files outside the .idx's folder (format.md "Limits") */
+  int64_t read_cache_bytes; /* raw block bytes small reads keep for the reads that follow; 0: 8 MiB, < 0: none */
 } hzio_open_options;
 
 /* The message of the last failed call on this thread ("" if none). Valid until the next call. */

@@ -66,8 +66,9 @@ std::unique_ptr<Dataset> create(
 }
 
 std::unique_ptr<Dataset> open(const std::string& path, bool writable, bool durable, int threads, bool verify,
-                              bool allow_outside_folder) {
+                              bool allow_outside_folder, size_t read_cache_bytes) {
   OpenOptions oo;
+  oo.read_cache_bytes = read_cache_bytes;
   oo.writable = writable;
   oo.verify_checksums = verify;
   oo.allow_outside_folder = allow_outside_folder;
@@ -96,7 +97,8 @@ NB_MODULE(_core, m) {
                   nb::arg("bits_per_block"), nb::arg("blocks_per_file"), nb::arg("times"), nb::arg("overwrite"),
                   nb::arg("durable"), nb::arg("threads"), nb::arg("sub_block_bits"))
       .def_static("open", &open, nb::arg("path"), nb::arg("writable"), nb::arg("durable"), nb::arg("threads"),
-                  nb::arg("verify") = true, nb::arg("allow_outside_folder") = false)
+                  nb::arg("verify") = true, nb::arg("allow_outside_folder") = false,
+                  nb::arg("read_cache_bytes") = OpenOptions{}.read_cache_bytes)
       .def_prop_ro("path", &Dataset::path)
       .def_prop_ro("ndim", &Dataset::ndim)
       .def_prop_ro("box", &Dataset::box, "The dataset box (its lower corner is 0 unless a .idx says otherwise).")

@@ -196,7 +196,8 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: FieldsLike, *,
 
 def open(path: str | os.PathLike, *, mode: str = "r", durable: bool = True, threads: int = 0,  # noqa: A001
          comm: Any = None, placement: str = "localized", aggregator_count: int = 0,
-         aggregator_bytes: int = 256 << 20, verify: bool = True, allow_outside_folder: bool = False) -> Dataset:
+         aggregator_bytes: int = 256 << 20, verify: bool = True, allow_outside_folder: bool = False,
+         read_cache_bytes: int = 8 << 20) -> Dataset:
     """Open an existing dataset (a context manager). ``mode`` is ``"r"`` or ``"r+"``.
 
     Local without ``comm``. With ``comm`` Collective: reads are collective (each rank its own box,
@@ -211,6 +212,10 @@ def open(path: str | os.PathLike, *, mode: str = "r", durable: bool = True, thre
     ``allow_outside_folder`` (default False): a ``.idx`` whose file name templates name files outside
     its own folder (an absolute path, ``..``) is refused with :class:`InvalidArgumentError` unless this
     is True, so that a ``.idx`` from elsewhere cannot make hzio read or write other files.
+
+    ``read_cache_bytes`` (default 8 MiB; 0: none): small reads keep the raw block bytes they took, up to
+    this many, for the reads that follow: a box read again, or neighbouring boxes, which share their
+    coarse blocks, take them from memory (docs/design/read-path.md "Read cache").
     """
     if mode not in ("r", "r+"):
         raise InvalidArgumentError(f"mode must be 'r' or 'r+', got {mode!r}")
@@ -220,7 +225,8 @@ def open(path: str | os.PathLike, *, mode: str = "r", durable: bool = True, thre
         return open_parallel(comm, path, mode == "r+", bool(durable), threads or 1, _text(placement, "placement"),
                              as_int(aggregator_count, "aggregator_count", 0),
                              as_int(aggregator_bytes, "aggregator_bytes", 1), bool(verify), bool(allow_outside_folder))
-    reopen = (path, mode == "r+", bool(durable), threads, bool(verify), bool(allow_outside_folder))
+    reopen = (path, mode == "r+", bool(durable), threads, bool(verify), bool(allow_outside_folder),
+              as_int(read_cache_bytes, "read_cache_bytes", 0))
     ds = Dataset(_core.Dataset.open(*reopen))
     ds._reopen = reopen
     return ds

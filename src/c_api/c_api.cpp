@@ -1,6 +1,7 @@
 // The C API of include/hzio/hzio.h: exception-free shims over hzio::Dataset.
 #include "hzio/hzio.h"
 
+#include <algorithm>
 #include <memory>
 #include <new>
 #include <string>
@@ -89,6 +90,8 @@ hzio_status hzio_dataset_open_with(const char* path, const hzio_open_options* op
   o.writable = given.writable != 0;
   o.verify_checksums = given.skip_checksums == 0;
   o.allow_outside_folder = given.allow_outside_folder != 0;
+  if (given.read_cache_bytes != 0)
+    o.read_cache_bytes = static_cast<size_t>(std::max<int64_t>(given.read_cache_bytes, 0));
   auto ds = hzio::Dataset::open(path, o);
   if (!ds.is_ok()) return fail(ds.status());
   *out = new (std::nothrow) hzio_dataset{std::move(ds).value()};

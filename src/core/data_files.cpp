@@ -313,6 +313,16 @@ Status DataFiles::check_payload_range(const BlockLocation& where, uint64_t begin
   return check_payload_parts(where, first, stop - first, payload.subspan(from, to - from));
 }
 
+Status DataFiles::check_range_bytes(const BlockLocation& where, uint64_t begin, uint64_t end,
+                                    std::span<const std::byte> bytes) const {
+  if (!where.sidecar || begin >= end) return Status::ok();
+  const uint64_t part = stats::checksum_part_bytes(where.entry.size, where.sidecar->sub_block_bits);
+  if (part == 0) return check_payload(where, bytes);  // one checksum: checked_range() gave the whole payload
+  if (begin % part != 0) return internal_error("checksum parts out of range for " + where.file->path());
+  return check_payload_parts(where, static_cast<size_t>(begin / part),
+                             static_cast<size_t>((end - begin + part - 1) / part), bytes);
+}
+
 Status DataFiles::check_payload_parts(const BlockLocation& where, size_t first, size_t count,
                                       std::span<const std::byte> bytes) const {
   if (!where.sidecar) return Status::ok();
@@ -873,6 +883,7 @@ Status DataFiles::publish() {
     }
   }
   pending_.clear();
+  generation_ += 1;
   stored_.clear();
   return first_error;
 }
@@ -919,6 +930,7 @@ Status DataFiles::remove_stale(int64_t time, const std::vector<int64_t>& written
 
 void DataFiles::forget_stored() {
   std::lock_guard lock(mutex_);
+  generation_ += 1;
   stored_.clear();
   opened_ahead_.clear();
 }

@@ -86,6 +86,13 @@ class DataFiles {
   // bytes [begin, end), touching no other byte. Errors: as check_payload.
   Status check_payload_range(const BlockLocation& where, uint64_t begin, uint64_t end,
                              std::span<const std::byte> payload) const;
+  // Local, thread-safe. Checks the payload bytes [begin, end) (widened as checked_range() gives them),
+  // which `bytes` holds exactly, against their checksum parts. Errors: as check_payload.
+  Status check_range_bytes(const BlockLocation& where, uint64_t begin, uint64_t end,
+                           std::span<const std::byte> bytes) const;
+  // Local, thread-safe. Changes whenever the committed files read so far are dropped (forget_stored, a
+  // commit): the io::Readable objects of locations taken before may be gone, and their addresses reused.
+  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
   // Local. Whether reads check checksums.
   bool verifies() const { return verify_; }
   // Local, thread-safe. How many checksum mismatches check_payload and locate have found so far.
@@ -197,6 +204,7 @@ class DataFiles {
   bool verify_ = true;
   std::shared_ptr<const io::Storage> storage_;
   mutable std::atomic<uint64_t> mismatches_{0};
+  std::atomic<uint64_t> generation_{1};
   std::shared_ptr<io::FaultSeam> fault_seam_ = std::make_shared<io::FaultSeam>();
   std::mutex mutex_;
   std::map<Key, std::unique_ptr<Stored>> stored_;

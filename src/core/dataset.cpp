@@ -26,6 +26,7 @@ Dataset::Impl::Impl(std::string path, format::IdxFile idx, const OpenOptions& op
       options_(options),
       storage_(std::move(storage)),
       name_(storage_->describe(path_)),
+      read_cache_(options.read_cache_bytes),
       pool_owner_(util::ThreadPool::acquire(options.threads)),
       pool_(*pool_owner_) {
   space_ = std::make_unique<hzorder::HzSpace>(idx_.bitmask, idx_.bits_per_block);
@@ -415,6 +416,7 @@ Status Dataset::close() {
   Status s = impl_->options_.writable ? impl_->commit() : Status::ok();
   if (!s.is_ok()) impl_->remove_uncommitted_create();
   impl_->files_->forget_stored();  // release file handles and mappings now, not when the object dies
+  impl_->read_cache_.clear();
   impl_->closed_ = true;
   return s;
 }

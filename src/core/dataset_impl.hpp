@@ -17,6 +17,7 @@
 #include "core/commit_marker.hpp"
 #include "core/write_tally.hpp"
 #include "core/data_files.hpp"
+#include "core/read_cache.hpp"
 #include "core/window_assembly.hpp"
 #include "format/idx_file.hpp"
 #include "hzio/dataset.hpp"
@@ -63,8 +64,10 @@ class Dataset::Impl {
   // The runs of a decoded block (in `layout`) holding its samples of levels [min_level, level].
   std::vector<hzorder::Run> runs_to_place(uint64_t block, Layout layout, int min_level, int level) const;
   // Copies the samples of levels [min_level, level] of a decoded block into `view` (the read grid of box).
+  // `data` holds the block's samples from index `first_index` on (0: all of them); every sample the box
+  // takes must be among them.
   void place_block(uint64_t block, Layout layout, const std::byte* data, const Box& box, int level, int min_level,
-                   const hzorder::ArrayView& view) const;
+                   const hzorder::ArrayView& view, uint64_t first_index = 0) const;
   // Runs `op`, a read of committed files, so that it sees one state of the dataset (docs/design/commit.md
   // "Atomic rewrites"): the files are opened afresh when another commit published since the last read,
   // and `op` runs again when one publishes while it runs. Errors: those of `op`; kIo when a commit holds
@@ -103,6 +106,7 @@ class Dataset::Impl {
   std::unique_ptr<core::DataFiles> files_;
   std::mutex version_mutex_;
   std::optional<core::IdxVersion> files_version_;  // of the .idx when files_ last dropped its open files
+  core::ReadCache read_cache_;                     // what small reads took, for the reads that follow
   std::shared_ptr<util::ThreadPool> pool_owner_;   // util::ThreadPool::acquire: its threads outlive the dataset
   util::ThreadPool& pool_;
   bool closed_ = false;

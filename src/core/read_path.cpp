@@ -98,11 +98,15 @@ struct LocatedBlocks {
   std::vector<core::Span> spans;  // per file: from its first to its last needed byte
   uint64_t needed_bytes = 0;      // stored payload bytes of the present blocks
   ReadReport io;                  // header tables read while locating
+  uint64_t generation = 0;        // DataFiles::generation() before locating: the read cache's key
 };
 
 void Dataset::Impl::place_block(uint64_t block, Layout layout, const std::byte* data, const Box& box, int level,
-                                int min_level, const hzorder::ArrayView& view) const {
-  for (const Run& r : runs_to_place(block, layout, min_level, level)) {
+                                int min_level, const hzorder::ArrayView& view, uint64_t first_index) const {
+  for (Run r : runs_to_place(block, layout, min_level, level)) {
+    // Indices relative to `data`. A run starting before first_index wraps around in unsigned arithmetic,
+    // and its samples inside the box (at first_index or later) come back to their places.
+    r.first -= first_index;
     hzorder::copy_run(r, box, const_cast<std::byte*>(data), view, hzorder::Direction::kBlockToArray);
   }
 }
@@ -117,6 +121,7 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
   // Locate every block first: missing blocks decide whether defaults are needed at all, and the
   // payload spans can be read ahead.
   plan.where.resize(plan.blocks.size());
+  plan.generation = files_->generation();
   files_->prefetch_headers(time, plan.blocks, false, field);
   std::map<const io::Readable*, size_t> span_of;
   for (size_t i = 0; i < plan.blocks.size(); ++i) {
@@ -247,8 +252,8 @@ Status Dataset::Impl::read_block_by_block(LocatedBlocks& plan, const Box& box, i
     // also read the gaps between them: several times the box's bytes for a small box at full resolution,
     // whose blocks lie far apart in files that hold whole levels (bench/small_read_bench.py). Of a raw
     // block, only the bytes between the first and last sample the box takes
-    // (widened to whole checksum parts, which are checked) are asked for and touched: a coarse block
-    // spans far more than a small box.
+    // (widened to whole checksum parts, which are checked) are asked for and read, unless the read
+    // cache holds them: a coarse block spans far more than a small box.
     std::vector<core::Span> ranges;
     for (size_t i = 0; i < plan.blocks.size(); ++i) {
       const auto& w = plan.where[i];
@@ -259,6 +264,7 @@ Status Dataset::Impl::read_block_by_block(LocatedBlocks& plan, const Box& box, i
             index_range_in_box(runs_to_place(plan.blocks[i], format::layout_of(w->entry.flags), min_level, level), box);
         const auto [begin, end] = files_->checked_range(*w, first * sb, last * sb);
         partial[i] = {begin, end};
+        if (read_cache_.find(plan.generation, w->file.get(), w->entry.offset, begin, end)) continue;
       }
       ranges.push_back({w->file.get(), w->entry.offset + partial[i].first, w->entry.offset + partial[i].second});
     }
@@ -275,22 +281,35 @@ Status Dataset::Impl::read_block_by_block(LocatedBlocks& plan, const Box& box, i
     thread_local std::vector<std::byte> scratch, buffer;
     ReadReport mine;
     const std::byte* data = nullptr;
+    uint64_t first_index = 0;                            // the sample index data[0] holds
+    std::shared_ptr<const core::ReadCache::Bytes> held;  // data's owner for bytes from the read cache
     Layout layout = Layout::kHzOrder;
     Status s;
     if (keep && b == 0 && keep->blocks.count(0)) {
       layout = keep->blocks[0].first;
       data = keep->blocks[0].second.data();
-    } else if (w && !(keep && b == 0) && (small ? raw_committed(*w, field) : mapped(*w, field))) {
+    } else if (w && small && !(keep && b == 0) && raw_committed(*w, field)) {
+      // Only the bytes [begin, end) are read (or found in the read cache), and only those are placed.
       layout = format::layout_of(w->entry.flags);
       const auto [begin, end] = partial[i];
-      if (small) {  // only the bytes [begin, end) are read, and only those are placed
-        buffer.resize(bytes);
-        s = w->file->read_at(w->entry.offset + begin, std::span<std::byte>(buffer.data() + begin, end - begin));
-        data = buffer.data();
-      } else {
-        data = w->file->map_readonly() + w->entry.offset;
+      held = read_cache_.find(plan.generation, w->file.get(), w->entry.offset, begin, end);
+      if (!held) {
+        auto fresh = core::ReadCache::make_bytes(begin, end);
+        s = w->file->read_at(w->entry.offset + begin, fresh->bytes());
+        if (s.is_ok()) s = files_->check_range_bytes(*w, begin, end, fresh->bytes());
+        if (s.is_ok()) read_cache_.put(plan.generation, w->file.get(), w->entry.offset, fresh);
+        mine.bytes_read += static_cast<int64_t>(end - begin);
+        held = std::move(fresh);
       }
-      if (s.is_ok()) s = files_->check_payload_range(*w, begin, end, {data, w->entry.size});
+      data = held->data;
+      first_index = held->begin / fc.dtype.bytes();
+      read += 1;
+      min_bytes += static_cast<int64_t>(end - begin);
+    } else if (w && !(keep && b == 0) && mapped(*w, field)) {
+      layout = format::layout_of(w->entry.flags);
+      const auto [begin, end] = partial[i];
+      data = w->file->map_readonly() + w->entry.offset;
+      s = files_->check_payload_range(*w, begin, end, {data, w->entry.size});
       mine.bytes_read += static_cast<int64_t>(end - begin);
       read += 1;
       min_bytes += static_cast<int64_t>(end - begin);
@@ -310,7 +329,7 @@ Status Dataset::Impl::read_block_by_block(LocatedBlocks& plan, const Box& box, i
         s = l.status();
       }
     }
-    if (s.is_ok() && data) place_block(b, layout, data, box, level, min_level, view);
+    if (s.is_ok() && data) place_block(b, layout, data, box, level, min_level, view, first_index);
     std::lock_guard lock(mutex);
     plan.io.bytes_read += mine.bytes_read;
     if (!s.is_ok() && first_error.is_ok()) first_error = s;

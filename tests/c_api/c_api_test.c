@@ -130,6 +130,18 @@ int main(int argc, char** argv) {
   CHECK(hzio_dataset_open_with(path, &oo, &ds) == HZIO_OK);
   CHECK(hzio_dataset_read_box(ds, lo, hi, -1, "flag", 0, flags, sizeof flags) == HZIO_OK);
   CHECK(hzio_dataset_close(ds) == HZIO_OK);
+  /* Without a read cache, and with one, a box read twice is the data written. */
+  for (int64_t cache = -1; cache <= 4096; cache += 4097) {
+    memset(&oo, 0, sizeof oo);
+    oo.read_cache_bytes = cache;
+    CHECK(hzio_dataset_open_with(path, &oo, &ds) == HZIO_OK);
+    for (int again = 0; again < 2; ++again) {
+      memset(back, 0, sizeof back);
+      CHECK(hzio_dataset_read_box(ds, lo, hi, -1, "temperature", 0, back, sizeof back) == HZIO_OK);
+      CHECK(memcmp(back, data, sizeof data) == 0);
+    }
+    CHECK(hzio_dataset_close(ds) == HZIO_OK);
+  }
 
   printf("%d passed, %d failed\n", passes, failures);
   return failures ? 1 : 0;

@@ -1,0 +1,105 @@
+// ReadCache: a byte-bounded LRU of block byte ranges (see read_cache.hpp).
+#include "core/read_cache.hpp"
+
+#include <algorithm>
+
+namespace hzio::core {
+namespace {
+
+// Buffers of released Bytes, for the next ones: at most kHeld bytes in all, process-wide, so that the
+// reads of a dataset opened after another was closed find memory that is already mapped.
+struct Released {
+  static constexpr size_t kHeld = size_t{16} << 20;
+  std::mutex mutex;
+  std::multimap<size_t, std::byte*> buffers;  // by capacity
+  size_t held = 0;
+};
+
+Released& released() {
+  static auto* r = new Released;  // never destroyed: Bytes may be released while the process exits
+  return *r;
+}
+
+void give_back(std::byte* data, size_t capacity) {
+  Released& r = released();
+  {
+    std::lock_guard lock(r.mutex);
+    if (r.held + capacity <= Released::kHeld) {
+      r.buffers.emplace(capacity, data);
+      r.held += capacity;
+      return;
+    }
+  }
+  delete[] data;
+}
+
+}  // namespace
+
+std::shared_ptr<ReadCache::Bytes> ReadCache::make_bytes(uint64_t begin, uint64_t end) {
+  constexpr size_t kGrain = size_t{64} << 10;  // capacities are multiples of this, so that sizes meet again
+  const size_t size = static_cast<size_t>(end - begin);
+  const size_t capacity = std::max<size_t>(kGrain, (size + kGrain - 1) / kGrain * kGrain);
+  std::byte* data = nullptr;
+  {
+    Released& r = released();
+    std::lock_guard lock(r.mutex);
+    if (auto it = r.buffers.find(capacity); it != r.buffers.end()) {
+      data = it->second;
+      r.held -= capacity;
+      r.buffers.erase(it);
+    }
+  }
+  if (!data) data = new std::byte[capacity];
+  auto* b = new Bytes{begin, end, data, capacity};
+  return std::shared_ptr<Bytes>(b, [](Bytes* p) {
+    give_back(p->data, p->capacity);
+    delete p;
+  });
+}
+
+std::shared_ptr<const ReadCache::Bytes> ReadCache::find(uint64_t generation, const io::Readable* file, uint64_t offset,
+                                                        uint64_t begin, uint64_t end) {
+  if (capacity_ == 0) return nullptr;
+  std::lock_guard lock(mutex_);
+  auto it = index_.find({generation, file, offset});
+  if (it == index_.end()) return nullptr;
+  const std::shared_ptr<const Bytes>& b = it->second->bytes;
+  if (b->begin > begin || b->end < end) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return b;
+}
+
+void ReadCache::put(uint64_t generation, const io::Readable* file, uint64_t offset,
+                    std::shared_ptr<const Bytes> bytes) {
+  const size_t size = bytes->capacity;
+  if (bytes->end == bytes->begin || size > capacity_) return;
+  std::lock_guard lock(mutex_);
+  if (generation < generation_) return;  // a read that started before the files were replaced
+  if (generation != generation_) {       // the files were replaced: nothing held describes them now
+    lru_.clear();
+    index_.clear();
+    held_ = 0;
+    generation_ = generation;
+  }
+  const Key key{generation, file, offset};
+  if (auto it = index_.find(key); it != index_.end()) drop_locked(it->second);
+  while (held_ + size > capacity_ && !lru_.empty()) drop_locked(std::prev(lru_.end()));
+  lru_.push_front({key, std::move(bytes)});
+  index_[key] = lru_.begin();
+  held_ += size;
+}
+
+void ReadCache::clear() {
+  std::lock_guard lock(mutex_);
+  lru_.clear();
+  index_.clear();
+  held_ = 0;
+}
+
+void ReadCache::drop_locked(std::list<Entry>::iterator it) {
+  held_ -= it->bytes->capacity;
+  index_.erase(it->key);
+  lru_.erase(it);
+}
+
+}  // namespace hzio::core

@@ -1,0 +1,64 @@
+// The raw bytes that small reads took from committed data files, kept for the reads that follow: a box
+// read again, or a viewer's tiles, which share their coarse blocks (docs/design/read-path.md "Read
+// cache"). Layer: core.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <tuple>
+#include <vector>
+
+#include "io/storage.hpp"
+
+namespace hzio::core {
+
+class ReadCache {
+ public:
+  // The payload bytes [begin, end) of the block at byte `offset` of a data file, in memory that
+  // make_bytes() took from a process-wide store of released buffers when it could: fresh memory costs a
+  // page fault per page on first touch, which a small read notices.
+  struct Bytes {
+    uint64_t begin = 0, end = 0;
+    std::byte* data = nullptr;  // end - begin bytes
+    size_t capacity = 0;        // bytes allocated at data
+    std::span<std::byte> bytes() const { return {data, static_cast<size_t>(end - begin)}; }
+  };
+  // Local, thread-safe. Uninitialized room for the bytes [begin, end); std::bad_alloc when out of memory.
+  static std::shared_ptr<Bytes> make_bytes(uint64_t begin, uint64_t end);
+
+  // Local. Holds at most `capacity` bytes (0: nothing).
+  explicit ReadCache(size_t capacity) : capacity_(capacity) {}
+
+  // Local, thread-safe. The bytes held for the block at `offset` of `file` if they cover [begin, end)
+  // and were put in `generation` (DataFiles::generation: the files were not replaced since), or null.
+  std::shared_ptr<const Bytes> find(uint64_t generation, const io::Readable* file, uint64_t offset, uint64_t begin,
+                                    uint64_t end);
+  // Local, thread-safe. Keeps `bytes` for that block (replacing what was held for it), dropping the least
+  // recently used beyond the capacity; nothing when they alone exceed it. A new generation drops all.
+  void put(uint64_t generation, const io::Readable* file, uint64_t offset, std::shared_ptr<const Bytes> bytes);
+  // Local, thread-safe.
+  void clear();
+  size_t capacity() const { return capacity_; }
+
+ private:
+  using Key = std::tuple<uint64_t, const io::Readable*, uint64_t>;
+  struct Entry {
+    Key key;
+    std::shared_ptr<const Bytes> bytes;
+  };
+  void drop_locked(std::list<Entry>::iterator it);
+
+  const size_t capacity_;
+  std::mutex mutex_;
+  uint64_t generation_ = 0;
+  size_t held_ = 0;
+  std::list<Entry> lru_;  // most recently used first
+  std::map<Key, std::list<Entry>::iterator> index_;
+};
+
+}  // namespace hzio::core
