@@ -227,7 +227,8 @@ void DataFiles::prefetch_headers(int64_t time, const std::vector<uint64_t>& bloc
         (*f)->advise_willneed(0, stats::sidecar_head_bytes(idx_->fields.size()));
         hint_entries(**f, expected, of, nullptr);
       } else {
-        (*f)->advise_willneed(0, 0);  // the whole file
+        (*f)->advise_willneed(0, 0);                                         // the whole file
+        if (entrywise) whole_sidecars_.insert(*path + stats::kStatsSuffix);  // many entries: no piecewise start
       }
       opened_ahead_[*path + stats::kStatsSuffix] = std::move(f).value();
     }
@@ -374,7 +375,7 @@ Status DataFiles::load_stats(Stored& s, ReadReport* report, bool entries) {
     const std::string path = s.file->path() + stats::kStatsSuffix;
     auto f = open_committed(path);
     if (!f.is_ok()) return Status::ok();  // no sidecar: statistics unknown
-    if (!entries && load_sidecar_layout(s, f.value(), report)) return Status::ok();
+    if (!entries && !whole_sidecars_.erase(path) && load_sidecar_layout(s, f.value(), report)) return Status::ok();
     return load_whole_sidecar(s, **f, report, entries);
   }
   if (entries && s.piecewise) {  // statistics wanted: the whole sidecar after all
@@ -933,6 +934,7 @@ void DataFiles::forget_stored() {
   generation_ += 1;
   stored_.clear();
   opened_ahead_.clear();
+  whole_sidecars_.clear();
 }
 
 }  // namespace hzio::core

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -209,6 +210,7 @@ class DataFiles {
   std::mutex mutex_;
   std::map<Key, std::unique_ptr<Stored>> stored_;
   std::map<std::string, std::shared_ptr<const io::Readable>> opened_ahead_;  // by prefetch_headers, for stored()
+  std::set<std::string> whole_sidecars_;  // sidecars prefetch_headers asked for whole: load_stats reads them so
   std::map<Key, std::unique_ptr<Pending>> pending_;
   std::vector<std::string> created_dirs_;
 };
