@@ -3,9 +3,12 @@
 Run it with ``.venv/bin/python bench/codec_bench.py [--size 256] [--reps 5] [--threads 1,2]``. The source is a
 ``size^3`` float32 field (smooth waves plus a little noise). A raw dataset of it gives the blocks exactly
 as hzio stores them (HZ order, ``2^16`` samples); the baseline compresses each of them with the library
-alone, one thread: zlib's ``compress`` at the default level (Python's ``zlib``) for ``zip``, LZ4's block
-format (the ``lz4`` package) for ``lz4``, and libzfp's reversible mode (through ctypes: the library hzio
-links) on the block's grid for ``zfp-reversible-reversible``; fast codecs make several passes, at least 0.5 s.
+alone, one thread: zlib's ``compress`` at the default level (Python's ``zlib``) for ``zip``, and through
+ctypes the libraries hzio links, each into one output buffer kept from block to block: liblz4's
+``LZ4_compress_default`` (a frameless block) for ``lz4``, libzfp's reversible mode on the block's grid for
+``zfp-reversible-reversible``; fast codecs make several passes, at least 0.5 s. (The ``lz4`` package's
+``lz4.block.compress`` allocates its output at every call: its rate swings tenfold with the page faults of
+that memory, depending on what the process allocated before.)
 hzio's figure is the ``compress`` phase of its write report (a durable-off write with ``threads=N``): the
 seconds of every block added up over the threads, so MiB of samples over it is the rate per thread.
 Target: per thread at least 0.9 x the library alone. The write's wall time shows that every thread
@@ -14,6 +17,7 @@ compresses: it shrinks with more threads.
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -27,7 +31,7 @@ from bench_util import machine_facts, uptime_line, write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MIB = 1 << 20
-CODECS = {"zip": "zlib.compress (default level)", "lz4": "lz4.block.compress",
+CODECS = {"zip": "zlib.compress (default level)", "lz4": "liblz4 LZ4_compress_default (ctypes)",
           "zfp-reversible-reversible": "libzfp zfp_compress (reversible, ctypes)"}
 
 
@@ -41,6 +45,28 @@ def block_shape(ds):
     """The grid (z, y, x) of a finest-level block: the axes of the bitmask's last bits_per_block digits."""
     tail = ds.bitmask[1:][-ds.bits_per_block:]
     return tuple(1 << tail.count(d) for d in "210")
+
+
+class Lz4Block:
+    """liblz4 itself (the library hzio links, through ctypes): one frameless block per call, into a buffer
+    of LZ4's bound for the largest block seen."""
+
+    def __init__(self):
+        import ctypes
+        import ctypes.util
+
+        lib = ctypes.CDLL(ctypes.util.find_library("lz4") or "liblz4.so.1")
+        lib.LZ4_compressBound.restype, lib.LZ4_compressBound.argtypes = ctypes.c_int, [ctypes.c_int]
+        lib.LZ4_compress_default.restype = ctypes.c_int
+        lib.LZ4_compress_default.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+        self.lib, self.ctypes, self.out = lib, ctypes, ctypes.create_string_buffer(1)
+
+    def __call__(self, block):
+        bound = self.lib.LZ4_compressBound(len(block))
+        if len(self.out) < bound:
+            self.out = self.ctypes.create_string_buffer(bound)
+        if self.lib.LZ4_compress_default(block, self.out, len(block), len(self.out)) <= 0:
+            raise RuntimeError("LZ4_compress_default failed")
 
 
 class ZfpReversible:
@@ -67,8 +93,7 @@ class ZfpReversible:
         lib.zfp_stream_set_bit_stream(self.zfp, lib.stream_open(self.out, len(self.out)))
 
     def __call__(self, block):
-        data = self.ctypes.create_string_buffer(block, len(block))
-        self.lib.zfp_field_set_pointer(self.field, data)
+        self.lib.zfp_field_set_pointer(self.field, block)  # the bytes object's own buffer: no copy
         self.lib.zfp_stream_rewind(self.zfp)
         if self.lib.zfp_compress(self.zfp, self.field) == 0:
             raise RuntimeError("zfp_compress failed")
@@ -79,8 +104,7 @@ def library_seconds(codec, blocks, shape):
     if codec == "zip":
         compress = lambda b: zlib.compress(b, -1)  # noqa: E731
     elif codec == "lz4":
-        import lz4.block
-        compress = lambda b: lz4.block.compress(b, store_size=False)  # noqa: E731
+        compress = Lz4Block()
     else:
         compress = ZfpReversible(shape)
     passes, t0 = 0, time.perf_counter()
@@ -92,13 +116,15 @@ def library_seconds(codec, blocks, shape):
 
 
 def hzio_seconds(codec, a, path, threads):
-    """The compress phase of a one-process write (durable off), and its whole wall time."""
+    """The compress phase of a one-process write (durable off), its whole wall time, and the process's minor
+    page faults during it (first touches of memory the process had not used or had given back)."""
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     t0 = time.perf_counter()
     with hzio.create(path, shape=a.shape, fields={"t": "float32"}, codec=codec, overwrite=True, durable=False,
                      threads=threads) as ds:
         ds.write(a)
     wall = time.perf_counter() - t0
-    return ds.last_write_report.max.compress, wall
+    return ds.last_write_report.max.compress, wall, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
 
 
 def main():
@@ -135,6 +161,7 @@ def main():
             runs = [hzio_seconds(codec, a, os.path.join(work, "c.idx"), n) for _ in range(args.reps)]
             case[f"hzio_{n}_compress_seconds"] = [r[0] for r in runs]
             case[f"hzio_{n}_wall_seconds"] = [r[1] for r in runs]
+            case[f"hzio_{n}_minor_faults"] = [r[2] for r in runs]
         lib_rate = mib / statistics.median(lib)
         case["library_mib_per_s"] = lib_rate
         for n in threads:  # the compress phase adds up the threads' seconds: its rate is per thread
@@ -142,9 +169,11 @@ def main():
             case[f"hzio_{n}_mib_per_s_per_thread"] = rate
             case[f"hzio_{n}_vs_library"] = rate / lib_rate
             case[f"hzio_{n}_wall_median"] = statistics.median(case[f"hzio_{n}_wall_seconds"])
+            case[f"hzio_{n}_faults_per_mib"] = statistics.median(case[f"hzio_{n}_minor_faults"]) / mib
         cases[codec] = case
         per = ", ".join(f"{n} thread(s) {case[f'hzio_{n}_mib_per_s_per_thread']:.0f} MiB/s per thread "
-                        f"({case[f'hzio_{n}_vs_library']:.2f} x), write {case[f'hzio_{n}_wall_median']:.2f} s"
+                        f"({case[f'hzio_{n}_vs_library']:.2f} x), write {case[f'hzio_{n}_wall_median']:.2f} s, "
+                        f"{case[f'hzio_{n}_faults_per_mib']:.0f} page faults/MiB"
                         for n in threads)
         print(f"  {codec:28s} library {lib_rate:7.0f} MiB/s; hzio {per}")
     shutil.rmtree(work, ignore_errors=True)

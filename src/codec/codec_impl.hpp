@@ -1,5 +1,6 @@
 // Private to the codec layer: the per-codec encode/decode functions that codec.cpp dispatches to.
-// Each lives in its own <name>_codec.cpp; all are Local and thread-safe (no shared state).
+// Each lives in its own <name>_codec.cpp; all are Local and thread-safe (no state shared between
+// threads; zfp keeps its encoder per thread).
 // Callers outside src/codec use codec.hpp instead.
 #pragma once
 

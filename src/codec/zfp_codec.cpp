@@ -1,6 +1,7 @@
 // The zfp (code 8) block codec: each payload is a headerless zfp 1.0 stream of the block grid
-// (x fastest), as OpenVisus writes it. Encoding uses zfp_compress; decoding walks zfp's 4^d blocks
-// itself so it can stop the moment the stream runs past the payload. Layer: codec.
+// (x fastest), as OpenVisus writes it. Encoding uses zfp_compress, with a stream and buffer kept per
+// thread; decoding walks zfp's 4^d blocks itself so it can stop the moment the stream runs past the
+// payload. Layer: codec.
 #include <zfp.h>
 
 #include <cstring>
@@ -59,23 +60,67 @@ Status check_shape(int ndim, const std::array<int64_t, 3>& dims) {
   return Status::ok();
 }
 
+// Each of zfp's mode setters fixes all four of its mode parameters (minbits, maxbits, maxprec,
+// minexp), so a stream that ran in another mode encodes exactly as a fresh one.
+Status set_mode(zfp_stream* zfp, const ZfpMode& mode) {
+  switch (mode.kind) {
+    case ZfpMode::Kind::kReversible:
+      zfp_stream_set_reversible(zfp);
+      return Status::ok();
+    case ZfpMode::Kind::kPrecision:
+      if (!(mode.parameter >= 1 && mode.parameter <= ZFP_MAX_PREC)) break;
+      zfp_stream_set_precision(zfp, static_cast<unsigned>(mode.parameter));
+      return Status::ok();
+    case ZfpMode::Kind::kAccuracy:
+      if (!(mode.parameter > 0)) break;
+      zfp_stream_set_accuracy(zfp, mode.parameter);
+      return Status::ok();
+  }
+  return internal_error("bad zfp mode parameter " + std::to_string(mode.parameter));
+}
+
 Result<StreamPtr> open_stream(const ZfpMode& mode) {
   StreamPtr zfp(zfp_stream_open(nullptr));
   if (!zfp) return internal_error("zfp_stream_open failed");
-  switch (mode.kind) {
-    case ZfpMode::Kind::kReversible:
-      zfp_stream_set_reversible(zfp.get());
-      return zfp;
-    case ZfpMode::Kind::kPrecision:
-      if (!(mode.parameter >= 1 && mode.parameter <= ZFP_MAX_PREC)) break;
-      zfp_stream_set_precision(zfp.get(), static_cast<unsigned>(mode.parameter));
-      return zfp;
-    case ZfpMode::Kind::kAccuracy:
-      if (!(mode.parameter > 0)) break;
-      zfp_stream_set_accuracy(zfp.get(), mode.parameter);
-      return zfp;
+  HZIO_RETURN_IF_ERROR(set_mode(zfp.get(), mode));
+  return zfp;
+}
+
+// One thread's encoder, kept from block to block: zfp's stream and the words it writes into, which
+// stay mapped and cached, so a block costs zfp_compress and a copy of the bytes it wrote (as when
+// the library is called alone), not a new zero-filled buffer of zfp's maximum size. zfp writes
+// whole words and never reads them back, so what an earlier block left there cannot reach `out`.
+// The buffer keeps the size of the largest block the thread has encoded.
+struct Encoder {
+  StreamPtr zfp;
+  std::vector<uint64_t> words;
+  BitsPtr bits;  // over `words`; reopened whenever they grow
+};
+
+// The calling thread's encoder in `mode`, rewound, its buffer large enough for `field` (a block
+// of `dtype` and `dims`, for messages).
+Result<zfp_stream*> thread_encoder(const ZfpMode& mode, const zfp_field* field, DType dtype,
+                                   const std::array<int64_t, 3>& dims) {
+  thread_local Encoder enc;
+  if (!enc.zfp) {
+    enc.zfp.reset(zfp_stream_open(nullptr));
+    if (!enc.zfp) return internal_error("zfp_stream_open failed");
   }
-  return internal_error("bad zfp mode parameter " + std::to_string(mode.parameter));
+  HZIO_RETURN_IF_ERROR(set_mode(enc.zfp.get(), mode));
+  const size_t max_bytes = zfp_stream_maximum_size(enc.zfp.get(), field);
+  if (max_bytes == 0) return internal_error("zfp_stream_maximum_size failed for a " + describe(dtype, dims));
+  const size_t words = (max_bytes + 7) / 8 + 1;
+  if (enc.words.size() < words) {
+    enc.bits.reset();
+    enc.words.resize(words);
+  }
+  if (!enc.bits) {
+    enc.bits.reset(stream_open(enc.words.data(), enc.words.size() * sizeof(uint64_t)));
+    if (!enc.bits) return internal_error("zfp stream_open failed");
+  }
+  zfp_stream_set_bit_stream(enc.zfp.get(), enc.bits.get());
+  zfp_stream_rewind(enc.zfp.get());
+  return enc.zfp.get();
 }
 
 FieldPtr make_field(zfp_type type, int ndim, const std::array<int64_t, 3>& d, void* data) {
@@ -185,17 +230,10 @@ Status encode_zfp(const ZfpMode& mode, DType dtype, int ndim, const std::array<i
   }
   FieldPtr field = make_field(type, ndim, block_dims, const_cast<void*>(data));
   if (!field) return internal_error("zfp_field allocation failed");
-  HZIO_ASSIGN_OR_RETURN(StreamPtr zfp, open_stream(mode));
-  const size_t max_bytes = zfp_stream_maximum_size(zfp.get(), field.get());
-  if (max_bytes == 0) return internal_error("zfp_stream_maximum_size failed for a " + describe(dtype, block_dims));
-  std::vector<uint64_t> buffer((max_bytes + 7) / 8 + 1);
-  BitsPtr bits(stream_open(buffer.data(), buffer.size() * sizeof(uint64_t)));
-  if (!bits) return internal_error("zfp stream_open failed");
-  zfp_stream_set_bit_stream(zfp.get(), bits.get());
-  zfp_stream_rewind(zfp.get());
-  const size_t n = zfp_compress(zfp.get(), field.get());
+  HZIO_ASSIGN_OR_RETURN(zfp_stream* const zfp, thread_encoder(mode, field.get(), dtype, block_dims));
+  const size_t n = zfp_compress(zfp, field.get());
   if (n == 0) return internal_error("zfp_compress failed on a " + describe(dtype, block_dims));
-  const auto* bytes = reinterpret_cast<const std::byte*>(buffer.data());
+  const auto* bytes = static_cast<const std::byte*>(stream_data(zfp_stream_bit_stream(zfp)));
   out.assign(bytes, bytes + n);
   return Status::ok();
 }
