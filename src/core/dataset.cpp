@@ -29,7 +29,7 @@ Dataset::Impl::Impl(std::string path, format::IdxFile idx, const OpenOptions& op
       read_cache_(options.read_cache_bytes),
       pool_owner_(util::ThreadPool::acquire(options.threads)),
       pool_(*pool_owner_) {
-  space_ = std::make_unique<hzorder::HzSpace>(idx_.bitmask, idx_.bits_per_block);
+  space_ = hzorder::HzSpace::shared(idx_.bitmask, idx_.bits_per_block);
   pending_ = core::WriteTally(idx_.bitmask.max_level());
   files_ = std::make_unique<core::DataFiles>(&idx_, dir_, options_.durable, format::sub_block_bits_of(idx_).value_or(0),
                                              options_.verify_checksums, storage_);

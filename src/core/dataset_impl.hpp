@@ -97,7 +97,7 @@ class Dataset::Impl {
   std::string path_;
   std::string dir_;
   format::IdxFile idx_;
-  std::unique_ptr<hzorder::HzSpace> space_;
+  std::shared_ptr<const hzorder::HzSpace> space_;  // hzorder::HzSpace::shared
   std::vector<FieldSpec> field_specs_;
   std::vector<core::FieldCoding> coding_;
   OpenOptions options_;

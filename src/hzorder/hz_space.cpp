@@ -1,6 +1,8 @@
 // HZ address math (docs/format.md "HZ order", "Levels as grids", "Blocks").
 #include "hzorder/hz_space.hpp"
 
+#include <deque>
+
 #include <algorithm>
 #include <bit>
 
@@ -88,6 +90,25 @@ SampleGrid HzSpace::grid_in_box(const Box& box, int level) const {
     g.count[a] = box.hi[a] > g.origin[a] ? ceil_div(box.hi[a] - g.origin[a], g.spacing[a]) : 0;
   }
   return g;
+}
+
+std::shared_ptr<const HzSpace> HzSpace::shared(const format::Bitmask& bitmask, int bits_per_block) {
+  constexpr size_t kKept = 8;
+  static std::mutex mutex;
+  static std::deque<std::shared_ptr<const HzSpace>> kept;  // most recently asked for last
+  std::lock_guard lock(mutex);
+  for (auto it = kept.begin(); it != kept.end(); ++it) {
+    if ((*it)->bpb_ == bits_per_block && (*it)->bitmask_.text() == bitmask.text()) {
+      auto space = *it;
+      kept.erase(it);
+      kept.push_back(space);
+      return space;
+    }
+  }
+  auto space = std::make_shared<const HzSpace>(bitmask, bits_per_block);
+  kept.push_back(space);
+  if (kept.size() > kKept) kept.pop_front();
+  return space;
 }
 
 std::shared_ptr<const AxisLuts> HzSpace::hz_luts(int top, int nbits) const {

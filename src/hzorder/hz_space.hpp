@@ -37,6 +37,10 @@ class HzSpace {
  public:
   // Local. bits_per_block must be in [1, max_level] (or 0 when max_level is 0).
   HzSpace(const format::Bitmask& bitmask, int bits_per_block);
+  // Local, thread-safe. The same, shared with the other users of this process of the same bitmask and
+  // bits per block (the last few asked for), so that opening a dataset again finds its lookup tables
+  // built (bench/small_read_bench.py, open + read of a small box).
+  static std::shared_ptr<const HzSpace> shared(const format::Bitmask& bitmask, int bits_per_block);
 
   int max_level() const { return maxh_; }
   int bits_per_block() const { return bpb_; }
