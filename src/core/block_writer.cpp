@@ -3,11 +3,58 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 #include "hzorder/block_copy.hpp"
 #include "util/clock.hpp"
 
 namespace hzio::core {
+namespace {
+
+// The payload and scratch vectors of earlier batches, kept for the next ones (process-wide, at most
+// kBytes of capacity): fresh memory is mapped a page at a time on first touch, which costs a fast codec
+// as much as the compression itself (bench/codec_bench.py, lz4: page faults per MiB).
+struct KeptVectors {
+  static constexpr size_t kBytes = size_t{64} << 20;
+  std::mutex mutex;
+  std::vector<std::vector<std::byte>> vectors;
+  size_t bytes = 0;
+};
+
+KeptVectors& kept_vectors() {
+  static auto* kept = new KeptVectors;  // never destroyed: writers may run while the process exits
+  return *kept;
+}
+
+// `n` vectors: kept ones where there are (see give_back), else empty ones.
+std::vector<std::vector<std::byte>> take_vectors(size_t n) {
+  std::vector<std::vector<std::byte>> out(n);
+  KeptVectors& kept = kept_vectors();
+  std::lock_guard lock(kept.mutex);
+  for (size_t i = 0; i < n && !kept.vectors.empty(); ++i) {
+    out[i] = std::move(kept.vectors.back());
+    kept.vectors.pop_back();
+    kept.bytes -= out[i].capacity();
+  }
+  return out;
+}
+
+// `keep_size`: the vectors keep their sizes (and bytes), so that a codec's resize to its bound fills only
+// what lies beyond (lz4 zero-filled a whole block's bound before compressing it: bench/codec_bench.py).
+// Only for payloads, into which a codec writes every byte it keeps; scratch vectors are cleared, since
+// a block's samples outside the dataset's box are left as resize() zero-fills them.
+void give_back(std::vector<std::vector<std::byte>>& vectors, bool keep_size) {
+  KeptVectors& kept = kept_vectors();
+  std::lock_guard lock(kept.mutex);
+  for (auto& v : vectors) {
+    if (v.capacity() == 0 || kept.bytes + v.capacity() > KeptVectors::kBytes) continue;
+    if (!keep_size) v.clear();
+    kept.bytes += v.capacity();
+    kept.vectors.push_back(std::move(v));
+  }
+}
+
+}  // namespace
 
 BlockWriter::BlockWriter(const format::IdxFile& idx, const hzorder::HzSpace& space,
                          const std::vector<FieldCoding>& coding, DataFiles& files, util::ThreadPool& pool)
@@ -108,7 +155,15 @@ void BlockWriter::checksum(BlockToWrite& r, std::span<const std::byte> payload) 
 
 Status BlockWriter::write(std::span<BlockToWrite> records, std::span<const Slot> slots) {
   const size_t n = records.size();
-  std::vector<std::vector<std::byte>> scratch(n), payload(n);
+  std::vector<std::vector<std::byte>> scratch = take_vectors(n), payload = take_vectors(n);
+  struct GiveBack {
+    std::vector<std::vector<std::byte>>& a;
+    std::vector<std::vector<std::byte>>& b;
+    ~GiveBack() {
+      give_back(a, false);
+      give_back(b, true);
+    }
+  } give_back_at_end{scratch, payload};
   std::vector<uint32_t> flags(n);
   std::vector<Status> errors(n);
   std::vector<std::byte*> buffered(n);
