@@ -26,8 +26,9 @@ KeptVectors& kept_vectors() {
   return *kept;
 }
 
-// `n` vectors: kept ones where there are (see give_back), else empty ones.
-std::vector<std::vector<std::byte>> take_vectors(size_t n) {
+// `n` vectors: kept ones where there are (see give_back), else empty ones; `empty`: cleared (a kept
+// payload keeps its size and bytes).
+std::vector<std::vector<std::byte>> take_vectors(size_t n, bool empty) {
   std::vector<std::vector<std::byte>> out(n);
   KeptVectors& kept = kept_vectors();
   std::lock_guard lock(kept.mutex);
@@ -35,6 +36,7 @@ std::vector<std::vector<std::byte>> take_vectors(size_t n) {
     out[i] = std::move(kept.vectors.back());
     kept.vectors.pop_back();
     kept.bytes -= out[i].capacity();
+    if (empty) out[i].clear();
   }
   return out;
 }
@@ -155,7 +157,7 @@ void BlockWriter::checksum(BlockToWrite& r, std::span<const std::byte> payload) 
 
 Status BlockWriter::write(std::span<BlockToWrite> records, std::span<const Slot> slots) {
   const size_t n = records.size();
-  std::vector<std::vector<std::byte>> scratch = take_vectors(n), payload = take_vectors(n);
+  std::vector<std::vector<std::byte>> scratch = take_vectors(n, true), payload = take_vectors(n, false);
   struct GiveBack {
     std::vector<std::vector<std::byte>>& a;
     std::vector<std::vector<std::byte>>& b;

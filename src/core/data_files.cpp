@@ -356,7 +356,8 @@ Status DataFiles::whole_sidecar_verdict(const BlockLocation& where) const {
   auto t = bytes.is_ok() ? stats::parse_stats_file(bytes.value(), components(), idx_->blocks_per_file, path, false)
                          : Result<stats::StatsTable>(bytes.status());
   if (t.is_ok()) return Status::ok();
-  return Status(t.status().code(), t.status().message() + kSidecarAdvice);
+  const bool malformed = t.status().code() == ErrorCode::kCorrupt;
+  return Status(t.status().code(), t.status().message() + (malformed ? kSidecarAdvice : ""));
 }
 
 Status DataFiles::mismatch(const BlockLocation& where, const std::string& what) const {
@@ -400,7 +401,8 @@ Status DataFiles::load_whole_sidecar(Stored& s, const io::Readable& f, ReadRepor
   auto t = bytes.is_ok() ? stats::parse_stats_file(bytes.value(), components(), idx_->blocks_per_file, path, entries)
                          : Result<stats::StatsTable>(bytes.status());
   if (!t.is_ok()) {  // kept: every later use of this file meets the same error
-    s.sidecar_error = Status(t.status().code(), t.status().message() + kSidecarAdvice);
+    const bool malformed = t.status().code() == ErrorCode::kCorrupt;
+    s.sidecar_error = Status(t.status().code(), t.status().message() + (malformed ? kSidecarAdvice : ""));
     return s.sidecar_error;
   }
   HZIO_RETURN_IF_ERROR(bind_stats(s, std::make_shared<stats::StatsTable>(std::move(t).value()), path));
@@ -886,6 +888,8 @@ Status DataFiles::publish() {
   pending_.clear();
   generation_ += 1;
   stored_.clear();
+  opened_ahead_.clear();
+  whole_sidecars_.clear();
   return first_error;
 }
 

@@ -263,7 +263,10 @@ Status Dataset::Impl::read_block_by_block(LocatedBlocks& plan, const Box& box, i
         const auto [first, last] =
             index_range_in_box(runs_to_place(plan.blocks[i], format::layout_of(w->entry.flags), min_level, level), box);
         const auto [begin, end] = files_->checked_range(*w, first * sb, last * sb);
-        partial[i] = {begin, end};
+        // Parts of a whole number of samples (always, for sidecars hzio writes); a foreign sidecar's
+        // finer parts would not let the read place samples from `begin`: the whole payload then.
+        partial[i] =
+            begin % sb == 0 ? std::make_pair(begin, end) : std::make_pair(uint64_t{0}, uint64_t{w->entry.size});
         if (read_cache_.find(plan.generation, w->file.get(), w->entry.offset, begin, end)) continue;
       }
       ranges.push_back({w->file.get(), w->entry.offset + partial[i].first, w->entry.offset + partial[i].second});

@@ -30,9 +30,11 @@ void copy_fixed(const Plan& p, std::byte* block, const ArrayView& a) {
     for (int64_t y = p.lo[1]; y < p.hi[1]; ++y) {
       const int64_t ay = p.array_start[1] + (y - p.lo[1]) * p.array_step[1];
       std::byte* arow = a.data + static_cast<size_t>(az * plane + ay * row + p.array_start[0]) * S;
-      std::byte* brow = block + static_cast<size_t>(p.first + p.lut[2][z] + p.lut[1][y]) * S;
+      // Indices are summed before they become pointers: a row's first index may lie before the block's
+      // bytes (a read that holds a block from some index on: read_path.cpp place_block).
+      const uint64_t brow = p.first + p.lut[2][z] + p.lut[1][y];
       for (int64_t x = 0; x < nx; ++x) {
-        std::byte* bs = brow + static_cast<size_t>(lx[x]) * S;
+        std::byte* bs = block + static_cast<size_t>(brow + lx[x]) * S;
         std::byte* as = arow + static_cast<size_t>(x * sx) * S;
         if constexpr (D == Direction::kArrayToBlock)
           std::memcpy(bs, as, S);
@@ -53,9 +55,9 @@ void copy_any(const Plan& p, std::byte* block, const ArrayView& a, size_t s, boo
     for (int64_t y = p.lo[1]; y < p.hi[1]; ++y) {
       const int64_t ay = p.array_start[1] + (y - p.lo[1]) * p.array_step[1];
       std::byte* arow = a.data + static_cast<size_t>(az * plane + ay * row + p.array_start[0]) * s;
-      std::byte* brow = block + static_cast<size_t>(p.first + p.lut[2][z] + p.lut[1][y]) * s;
+      const uint64_t brow = p.first + p.lut[2][z] + p.lut[1][y];  // summed before it becomes a pointer
       if (rows_contiguous) {
-        std::byte* bs = brow + static_cast<size_t>(p.lut[0][p.lo[0]]) * s;
+        std::byte* bs = block + static_cast<size_t>(brow + p.lut[0][p.lo[0]]) * s;
         if constexpr (D == Direction::kArrayToBlock)
           std::memcpy(bs, arow, static_cast<size_t>(nx) * s);
         else
@@ -63,7 +65,7 @@ void copy_any(const Plan& p, std::byte* block, const ArrayView& a, size_t s, boo
         continue;
       }
       for (int64_t x = 0; x < nx; ++x) {
-        std::byte* bs = brow + static_cast<size_t>(p.lut[0][p.lo[0] + x]) * s;
+        std::byte* bs = block + static_cast<size_t>(brow + p.lut[0][p.lo[0] + x]) * s;
         std::byte* as = arow + static_cast<size_t>(x * p.array_step[0]) * s;
         if constexpr (D == Direction::kArrayToBlock)
           std::memcpy(bs, as, s);

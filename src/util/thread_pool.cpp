@@ -2,6 +2,7 @@
 #include "util/thread_pool.hpp"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <utility>
@@ -20,11 +21,14 @@ IdlePools& idle_pools() {
   // Never destroyed: pools given back while the process exits must not meet a destroyed registry.
   static IdlePools* idle = [] {
     auto* p = new IdlePools;
-    // A child of fork() has none of the parent's threads: its idle pools are forgotten, not joined.
-    ::pthread_atfork(nullptr, nullptr, [] {
-      for (auto& pool : idle_pools().pools) (void)pool.release();
-      idle_pools().pools.clear();
-    });
+    // fork() keeps the registry consistent (no acquire or give-back halfway), and a child, which has
+    // none of the parent's threads, forgets the idle pools instead of joining them.
+    ::pthread_atfork([] { idle_pools().mutex.lock(); }, [] { idle_pools().mutex.unlock(); },
+                     [] {
+                       for (auto& pool : idle_pools().pools) (void)pool.release();
+                       idle_pools().pools.clear();
+                       idle_pools().mutex.unlock();
+                     });
     return p;
   }();
   return *idle;
@@ -46,11 +50,14 @@ std::shared_ptr<ThreadPool> ThreadPool::acquire(int threads) {
   }
   if (!pool) pool = std::make_unique<ThreadPool>(threads);
   return std::shared_ptr<ThreadPool>(pool.release(), [](ThreadPool* p) {
+    if (p->owner_ != ::getpid()) return;  // a pool inherited through fork(): its threads are not here to join
     std::unique_ptr<ThreadPool> back(p);
     IdlePools& idle = idle_pools();
-    std::lock_guard lock(idle.mutex);
-    if (idle.pools.size() < IdlePools::kMax) idle.pools.push_back(std::move(back));
-  });  // a pool beyond kMax stops here, its threads joined under the lock (rare: many datasets at once)
+    {
+      std::lock_guard lock(idle.mutex);
+      if (idle.pools.size() < IdlePools::kMax) idle.pools.push_back(std::move(back));
+    }
+  });  // a pool beyond kMax stops here, its threads joined after the lock (rare: many datasets at once)
 }
 
 ThreadPool::ThreadPool(int threads) {

@@ -1,6 +1,8 @@
 // The one thread pool of hzio: parallel_for over an index range. Layer: util.
 #pragma once
 
+#include <unistd.h>
+
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
@@ -34,6 +36,7 @@ class ThreadPool {
   void run_items();
 
   std::vector<std::thread> workers_;
+  const int owner_ = static_cast<int>(::getpid());  // the process whose threads these are (acquire and fork)
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   const std::function<void(size_t)>* fn_ = nullptr;
