@@ -26,9 +26,12 @@ KeptVectors& kept_vectors() {
   return *kept;
 }
 
-// `n` vectors: kept ones where there are (see give_back), else empty ones; `empty`: cleared (a kept
-// payload keeps its size and bytes).
-std::vector<std::vector<std::byte>> take_vectors(size_t n, bool empty) {
+// `n` vectors: kept ones where there are, else empty ones. Kept vectors keep their sizes and bytes, so
+// that a codec's resize to its bound fills only what lies beyond (lz4 zero-filled a whole block's bound
+// before compressing it: bench/codec_bench.py); that suits payloads, into which a codec writes every
+// byte it keeps. `cleared`: emptied first, as scratch vectors must be, since a block's samples outside
+// the dataset's box are left as resize() zero-fills them.
+std::vector<std::vector<std::byte>> take_vectors(size_t n, bool cleared) {
   std::vector<std::vector<std::byte>> out(n);
   KeptVectors& kept = kept_vectors();
   std::lock_guard lock(kept.mutex);
@@ -36,21 +39,16 @@ std::vector<std::vector<std::byte>> take_vectors(size_t n, bool empty) {
     out[i] = std::move(kept.vectors.back());
     kept.vectors.pop_back();
     kept.bytes -= out[i].capacity();
-    if (empty) out[i].clear();
+    if (cleared) out[i].clear();
   }
   return out;
 }
 
-// `keep_size`: the vectors keep their sizes (and bytes), so that a codec's resize to its bound fills only
-// what lies beyond (lz4 zero-filled a whole block's bound before compressing it: bench/codec_bench.py).
-// Only for payloads, into which a codec writes every byte it keeps; scratch vectors are cleared, since
-// a block's samples outside the dataset's box are left as resize() zero-fills them.
-void give_back(std::vector<std::vector<std::byte>>& vectors, bool keep_size) {
+void give_back(std::vector<std::vector<std::byte>>& vectors) {
   KeptVectors& kept = kept_vectors();
   std::lock_guard lock(kept.mutex);
   for (auto& v : vectors) {
     if (v.capacity() == 0 || kept.bytes + v.capacity() > KeptVectors::kBytes) continue;
-    if (!keep_size) v.clear();
     kept.bytes += v.capacity();
     kept.vectors.push_back(std::move(v));
   }
@@ -162,8 +160,8 @@ Status BlockWriter::write(std::span<BlockToWrite> records, std::span<const Slot>
     std::vector<std::vector<std::byte>>& a;
     std::vector<std::vector<std::byte>>& b;
     ~GiveBack() {
-      give_back(a, false);
-      give_back(b, true);
+      give_back(a);
+      give_back(b);
     }
   } give_back_at_end{scratch, payload};
   std::vector<uint32_t> flags(n);

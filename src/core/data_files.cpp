@@ -85,8 +85,11 @@ constexpr uint64_t kPiecewiseSidecarBytes = uint64_t{64} << 10;
 // A sidecar read entry by entry is loaded whole once a read has needed more than this share of its
 // entries (1 / kPiecewiseShare).
 constexpr size_t kPiecewiseShare = 8;
-// What errors of malformed sidecars add.
-constexpr char kSidecarAdvice[] = " (`hzio index` rewrites the sidecar; reads with verify off do not load it)";
+// A sidecar's load error as reads report it: a malformed sidecar's with what to do about it.
+Status sidecar_failure(const Status& s) {
+  if (s.code() != ErrorCode::kCorrupt) return s;
+  return Status(s.code(), s.message() + " (`hzio index` rewrites the sidecar; reads with verify off do not load it)");
+}
 
 uint64_t align_down(uint64_t x) { return x / io::kDirectAlign * io::kDirectAlign; }
 uint64_t align_up(uint64_t x) { return align_down(x + io::kDirectAlign - 1); }
@@ -192,11 +195,12 @@ void DataFiles::prefetch_headers(int64_t time, const std::vector<uint64_t>& bloc
   for (uint64_t b : blocks)
     files[static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(b)))].push_back(b);
   stats::SidecarLayout expected;
-  expected.head.components = components();
-  expected.head.blocks_per_file = idx_->blocks_per_file;
-  expected.head.sub_block_bits = sub_block_bits_;
-  expected.sidecar_size = stats::sidecar_bytes(expected.head.components, idx_->blocks_per_file, sub_block_bits_);
-  const uint64_t sums_bytes = 8 * stats::checksum_parts(sub_block_bits_);
+  if (entrywise) {
+    expected.head.components = components();
+    expected.head.blocks_per_file = idx_->blocks_per_file;
+    expected.head.sub_block_bits = sub_block_bits_;
+    expected.sidecar_size = stats::sidecar_bytes(expected.head.components, idx_->blocks_per_file, sub_block_bits_);
+  }
   const auto hint_entries = [&](const io::Readable& f, const stats::SidecarLayout& layout,
                                 const std::vector<uint64_t>& of, const std::vector<uint8_t>* read) {
     const uint64_t bytes = 8 * stats::checksum_parts(layout.head.sub_block_bits);
@@ -223,7 +227,7 @@ void DataFiles::prefetch_headers(int64_t time, const std::vector<uint64_t>& bloc
     }
     if (!verify_ && !sidecars) continue;
     if (auto f = storage_->open(*path + stats::kStatsSuffix); f.is_ok()) {
-      if (entrywise && piecewise_sidecar(expected.sidecar_size, of.size()) && sums_bytes > 0) {
+      if (entrywise && piecewise_sidecar(expected.sidecar_size, of.size())) {
         (*f)->advise_willneed(0, stats::sidecar_head_bytes(idx_->fields.size()));
         hint_entries(**f, expected, of, nullptr);
       } else {
@@ -307,11 +311,8 @@ std::pair<uint64_t, uint64_t> DataFiles::checked_range(const BlockLocation& wher
 Status DataFiles::check_payload_range(const BlockLocation& where, uint64_t begin, uint64_t end,
                                       std::span<const std::byte> payload) const {
   if (!where.sidecar || begin >= end) return Status::ok();
-  const uint64_t part = stats::checksum_part_bytes(where.entry.size, where.sidecar->sub_block_bits);
-  if (part == 0) return check_payload(where, payload);
-  const size_t first = static_cast<size_t>(begin / part), stop = static_cast<size_t>((end + part - 1) / part);
-  const uint64_t from = first * part, to = std::min<uint64_t>(stop * part, payload.size());
-  return check_payload_parts(where, first, stop - first, payload.subspan(from, to - from));
+  const auto [from, to] = checked_range(where, begin, end);
+  return check_range_bytes(where, from, to, payload.subspan(from, to - from));
 }
 
 Status DataFiles::check_range_bytes(const BlockLocation& where, uint64_t begin, uint64_t end,
@@ -355,9 +356,7 @@ Status DataFiles::whole_sidecar_verdict(const BlockLocation& where) const {
   auto bytes = read_sidecar(*where.sidecar_file, path, nullptr);
   auto t = bytes.is_ok() ? stats::parse_stats_file(bytes.value(), components(), idx_->blocks_per_file, path, false)
                          : Result<stats::StatsTable>(bytes.status());
-  if (t.is_ok()) return Status::ok();
-  const bool malformed = t.status().code() == ErrorCode::kCorrupt;
-  return Status(t.status().code(), t.status().message() + (malformed ? kSidecarAdvice : ""));
+  return t.is_ok() ? Status::ok() : sidecar_failure(t.status());
 }
 
 Status DataFiles::mismatch(const BlockLocation& where, const std::string& what) const {
@@ -379,12 +378,7 @@ Status DataFiles::load_stats(Stored& s, ReadReport* report, bool entries) {
     if (!entries && !whole_sidecars_.erase(path) && load_sidecar_layout(s, f.value(), report)) return Status::ok();
     return load_whole_sidecar(s, **f, report, entries);
   }
-  if (entries && s.piecewise) {  // statistics wanted: the whole sidecar after all
-    const std::shared_ptr<const io::Readable> f = std::move(s.sidecar_file);
-    s.piecewise.reset();
-    s.stats.reset();
-    return load_whole_sidecar(s, *f, report, true);
-  }
+  if (entries && s.piecewise) return load_whole_after_entries(s, report, true);  // statistics wanted
   if (entries && !s.sidecar_bytes.empty()) {
     auto t = stats::parse_stats_file(s.sidecar_bytes, components(), idx_->blocks_per_file,
                                      s.file->path() + stats::kStatsSuffix);
@@ -401,8 +395,7 @@ Status DataFiles::load_whole_sidecar(Stored& s, const io::Readable& f, ReadRepor
   auto t = bytes.is_ok() ? stats::parse_stats_file(bytes.value(), components(), idx_->blocks_per_file, path, entries)
                          : Result<stats::StatsTable>(bytes.status());
   if (!t.is_ok()) {  // kept: every later use of this file meets the same error
-    const bool malformed = t.status().code() == ErrorCode::kCorrupt;
-    s.sidecar_error = Status(t.status().code(), t.status().message() + (malformed ? kSidecarAdvice : ""));
+    s.sidecar_error = sidecar_failure(t.status());
     return s.sidecar_error;
   }
   HZIO_RETURN_IF_ERROR(bind_stats(s, std::make_shared<stats::StatsTable>(std::move(t).value()), path));
@@ -442,12 +435,8 @@ bool DataFiles::load_sidecar_layout(Stored& s, const std::shared_ptr<const io::R
 
 Status DataFiles::load_sidecar_entry(Stored& s, size_t index, ReadReport* report) {
   if (s.entry_read[index]) return Status::ok();
-  if (!piecewise_sidecar(s.layout.sidecar_size, s.entries_read + 1)) {  // many entries: all of them at once
-    const std::shared_ptr<const io::Readable> f = std::move(s.sidecar_file);
-    s.piecewise.reset();
-    s.stats.reset();
-    return load_whole_sidecar(s, *f, report, false);
-  }
+  if (!piecewise_sidecar(s.layout.sidecar_size, s.entries_read + 1))  // many entries: all of them at once
+    return load_whole_after_entries(s, report, false);
   const size_t sums = stats::checksum_parts(s.layout.head.sub_block_bits);
   std::span<uint64_t> out(s.piecewise->checksums.data() + index * sums, sums);
   HZIO_RETURN_IF_ERROR(s.sidecar_file->read_at(s.layout.checksums_offset(index), std::as_writable_bytes(out)));
@@ -455,6 +444,14 @@ Status DataFiles::load_sidecar_entry(Stored& s, size_t index, ReadReport* report
   s.entry_read[index] = 1;
   ++s.entries_read;
   return Status::ok();
+}
+
+Status DataFiles::load_whole_after_entries(Stored& s, ReadReport* report, bool entries) {
+  const std::shared_ptr<const io::Readable> f = std::move(s.sidecar_file);
+  s.piecewise.reset();
+  s.stats.reset();
+  std::vector<uint8_t>().swap(s.entry_read);
+  return load_whole_sidecar(s, *f, report, entries);
 }
 
 Status DataFiles::bind_stats(Stored& s, std::shared_ptr<stats::StatsTable> t, const std::string& path) {

@@ -187,6 +187,7 @@ class DataFiles {
   Status load_whole_sidecar(Stored& s, const io::Readable& f, ReadReport* report, bool entries);
   bool load_sidecar_layout(Stored& s, const std::shared_ptr<const io::Readable>& f, ReadReport* report);
   Status load_sidecar_entry(Stored& s, size_t index, ReadReport* report);
+  Status load_whole_after_entries(Stored& s, ReadReport* report, bool entries);  // leaves entry by entry
   bool piecewise_sidecar(uint64_t sidecar_size, size_t entries_needed) const;
   Status bind_stats(Stored& s, std::shared_ptr<stats::StatsTable> t, const std::string& path);
   Result<std::vector<std::byte>> read_sidecar(const io::Readable& f, const std::string& path, ReadReport* report) const;

@@ -267,7 +267,8 @@ Status Dataset::Impl::read_block_by_block(LocatedBlocks& plan, const Box& box, i
         // finer parts would not let the read place samples from `begin`: the whole payload then.
         partial[i] =
             begin % sb == 0 ? std::make_pair(begin, end) : std::make_pair(uint64_t{0}, uint64_t{w->entry.size});
-        if (read_cache_.find(plan.generation, w->file.get(), w->entry.offset, begin, end)) continue;
+        if (read_cache_.find(plan.generation, w->file.get(), w->entry.offset, partial[i].first, partial[i].second))
+          continue;  // in memory: nothing to ask the disk for
       }
       ranges.push_back({w->file.get(), w->entry.offset + partial[i].first, w->entry.offset + partial[i].second});
     }

@@ -136,23 +136,32 @@ std::vector<std::byte> serialize_stats_file(const StatsTable& t) {
 size_t sidecar_head_bytes(size_t fields) { return kHeaderBytes + (fields + fields % 2) * 4; }
 
 namespace {
-uint64_t entry_record_bytes(int comps, int sub_block_bits) {
+// Bytes of one entry record (format.md "Bytes"): version 2 starts it with its checksums.
+uint64_t entry_record_bytes(int comps, int sub_block_bits, uint32_t version) {
   const uint64_t parts = sub_block_bits > 0 ? uint64_t{1} << sub_block_bits : 0;
-  return 8 * checksum_parts(sub_block_bits) + (1 + parts) * range_record_bytes(comps);
+  return (version == 2 ? 8 * checksum_parts(sub_block_bits) : 0) + (1 + parts) * range_record_bytes(comps);
+}
+
+// The size of a sidecar of `version`: header, component counts, entry records and, in version 2, its
+// own checksum.
+uint64_t sidecar_size(const std::vector<int>& components, int64_t blocks_per_file, int sub_block_bits,
+                      uint32_t version) {
+  uint64_t want = sidecar_head_bytes(components.size()) + (version == 2 ? 8 : 0);
+  for (int c : components)
+    want += static_cast<uint64_t>(blocks_per_file) * entry_record_bytes(c, sub_block_bits, version);
+  return want;
 }
 }  // namespace
 
 uint64_t sidecar_bytes(const std::vector<int>& components, int64_t blocks_per_file, int sub_block_bits) {
-  uint64_t want = sidecar_head_bytes(components.size()) + 8;
-  for (int c : components) want += static_cast<uint64_t>(blocks_per_file) * entry_record_bytes(c, sub_block_bits);
-  return want;
+  return sidecar_size(components, blocks_per_file, sub_block_bits, 2);
 }
 
 uint64_t SidecarLayout::checksums_offset(size_t entry) const {
   const size_t bpf = static_cast<size_t>(head.blocks_per_file);
   uint64_t at = sidecar_head_bytes(head.components.size());
-  for (size_t f = 0; f < entry / bpf; ++f) at += bpf * entry_record_bytes(head.components[f], head.sub_block_bits);
-  return at + (entry % bpf) * entry_record_bytes(head.components[entry / bpf], head.sub_block_bits);
+  for (size_t f = 0; f < entry / bpf; ++f) at += bpf * entry_record_bytes(head.components[f], head.sub_block_bits, 2);
+  return at + (entry % bpf) * entry_record_bytes(head.components[entry / bpf], head.sub_block_bits, 2);
 }
 
 std::optional<SidecarLayout> sidecar_layout(std::span<const std::byte> head, uint64_t sidecar_size,
@@ -199,12 +208,9 @@ Result<StatsTable> parse_stats_file(std::span<const std::byte> bytes, const std:
   t.header_crc = get<uint32_t>(p + 40);
   t.blocks_per_file = blocks_per_file;
   t.components = components;
-  const size_t fields_bytes = (components.size() + components.size() % 2) * 4;
   const size_t parts = t.sub_block_bits > 0 ? size_t{1} << t.sub_block_bits : 0;
   const size_t sums = t.version == 2 ? checksum_parts(t.sub_block_bits) : 0;
-  size_t want = kHeaderBytes + fields_bytes + (t.version == 2 ? 8 : 0);
-  for (int c : components)
-    want += static_cast<size_t>(blocks_per_file) * ((1 + parts) * range_record_bytes(c) + 8 * sums);
+  const uint64_t want = sidecar_size(components, blocks_per_file, t.sub_block_bits, t.version);
   if (bytes.size() != want)
     return corrupt(where + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(want));
   if (t.version == 2 && checksum_of(bytes.first(bytes.size() - 8)) != get<uint64_t>(p + bytes.size() - 8))
@@ -213,7 +219,7 @@ Result<StatsTable> parse_stats_file(std::span<const std::byte> bytes, const std:
     if (get<uint32_t>(p + kHeaderBytes + 4 * f) != static_cast<uint32_t>(components[f]))
       return corrupt(where + "component counts differ");
   }
-  p += kHeaderBytes + fields_bytes;
+  p += sidecar_head_bytes(components.size());
   const size_t entries = components.size() * static_cast<size_t>(blocks_per_file);
   if (with_entries) t.entries.resize(entries);
   t.checksums.resize(entries * sums);
