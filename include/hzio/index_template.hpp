@@ -26,5 +26,8 @@ Result<std::string> rank_conforming_bitmask(int ndim, const Point& dims, const s
 // of seed 002 makes it. Then every level's curve visits the ranks in increasing order. Otherwise
 // kInvalidArgument saying which rank breaks it and how; kFormat for a bitmask that does not parse.
 Status check_rank_conforming(std::string_view bitmask, const std::vector<Box>& rank_boxes);
+// Local, pure. The same check for rank r's box alone, among `ranks` ranks: what each rank of a collective
+// write tests of its own box (check_rank_conforming passes when it passes for every rank).
+Status check_rank_box(std::string_view bitmask, int64_t ranks, int64_t r, const Box& box);
 
 }  // namespace hzio

@@ -26,6 +26,12 @@ struct ParallelOptions {
   int threads = 1;                              // worker threads per rank (ranks usually fill the cores)
   bool verify_checksums = true;                 // as OpenOptions::verify_checksums
   bool allow_outside_folder = false;            // as OpenOptions::allow_outside_folder
+  // Domain partitioning in global index space: a power of two R. The bitmask's first log2(R) characters
+  // cut the domain into R partitions; the ranks whose samples lie mostly in one form a group that
+  // aggregates and writes that partition's data files within its own communicator, and the shared (coarse)
+  // files are merged by one rank each. The files are byte-identical to an unpartitioned write
+  // (docs/guide/parallel-io.md "Partitions"). 1: one group of every rank.
+  int partitions = 1;
 };
 
 class ParallelDataset {

@@ -30,6 +30,28 @@ struct LevelTimes {
   double write_max = 0, write_mean = 0;
 };
 
+// A partitioned write (ParallelOptions::partitions): one group of ranks, writing its own partitions'
+// data files within its own communicator.
+struct PartitionGroupReport {
+  int partition = 0;            // the partition naming the group (the one its ranks' samples lie in most)
+  std::vector<int> partitions;  // every partition whose blocks the group writes
+  int ranks = 0;
+  int aggregators = 0;
+  int64_t files = 0;     // data files the group wrote itself (shared files excluded)
+  int64_t messages = 0;  // record messages between its ranks
+  int64_t bytes = 0;     // bytes of those messages
+};
+
+// The shared data files of a partitioned write (those holding blocks of several partitions): each group
+// collects its records of them, and one rank per file (the mergers, the group leaders in turn) receives
+// every group's and writes the file.
+struct MergeReport {
+  int mergers = 0;
+  int64_t files = 0;
+  int64_t messages = 0;  // from groups to mergers
+  int64_t bytes = 0;
+};
+
 struct WriteReport {
   int ranks = 1;
   int aggregators = 1;
@@ -42,6 +64,14 @@ struct WriteReport {
   // rank staged one box of the first field and timestep written, numbered in Z order. Always true for
   // one process.
   bool rank_conforming = true;
+  int64_t messages = 0;       // record messages between ranks (MPI point-to-point), all ranks
+  int64_t message_bytes = 0;  // their bytes
+  // Partitioned writes (ParallelOptions::partitions > 1); 1 and empty otherwise.
+  int partitions = 1;
+  std::vector<PartitionGroupReport> groups;
+  MergeReport merge;
+  int64_t moved_messages = 0;  // parts of boxes straddling a partition plane, sent to another group
+  int64_t moved_bytes = 0;
   PhaseTimes max;
   PhaseTimes mean;
   std::vector<LevelTimes> levels;

@@ -128,9 +128,8 @@ Result<std::string> rank_conforming_bitmask(int ndim, const Point& dims, const s
   return text;
 }
 
-Status check_rank_conforming(std::string_view text, const std::vector<Box>& rank_boxes) {
+Status check_rank_box(std::string_view text, int64_t ranks, int64_t r, const Box& b) {
   HZIO_ASSIGN_OR_RETURN(format::Bitmask bitmask, format::Bitmask::parse(text));
-  const int64_t ranks = static_cast<int64_t>(rank_boxes.size());
   if (!power_of_two(ranks)) {
     return invalid_argument(std::to_string(ranks) + " ranks: only a power of two of ranks can be rank-conforming");
   }
@@ -148,30 +147,35 @@ Status check_rank_conforming(std::string_view text, const std::vector<Box>& rank
     level_bit[static_cast<size_t>(i)] = {static_cast<int>(a), total[a] - 1 - seen[a]++};
     if (i > k) extent[a] *= 2;
   }
-  for (size_t r = 0; r < rank_boxes.size(); ++r) {
-    const Box& b = rank_boxes[r];
-    for (int a = 0; a < kMaxDims; ++a) {
-      if (b.lo[a] < 0 || b.hi[a] > bitmask.pow2_dims()[a]) {
-        return invalid_argument("rank " + std::to_string(r) + "'s box " + show(b) + " is outside the bitmask's box");
-      }
-      if (b.extent(a) != extent[a]) {
-        return invalid_argument("rank " + std::to_string(r) + "'s box " + show(b) + " is not the " +
-                                std::to_string(extent[0]) + "x" + std::to_string(extent[1]) + "x" +
-                                std::to_string(extent[2]) + " (x first) box the bitmask's last " + std::to_string(p) +
-                                " levels index");
-      }
+  for (int a = 0; a < kMaxDims; ++a) {
+    if (b.lo[a] < 0 || b.hi[a] > bitmask.pow2_dims()[a]) {
+      return invalid_argument("rank " + std::to_string(r) + "'s box " + show(b) + " is outside the bitmask's box");
     }
-    uint64_t z = 0;
-    for (int i = 1; i <= maxh; ++i) {
-      const auto [a, bit] = level_bit[static_cast<size_t>(i)];
-      z |= ((static_cast<uint64_t>(b.lo[static_cast<size_t>(a)]) >> bit) & 1) << (maxh - i);
-    }
-    if (z != static_cast<uint64_t>(r) << p) {
-      return invalid_argument("rank " + std::to_string(r) + "'s box " + show(b) + " starts at Z address " +
-                              std::to_string(z) + ", not at " + std::to_string(static_cast<uint64_t>(r) << p) +
-                              ": the bitmask's Z curve does not visit the ranks in rank order");
+    if (b.extent(a) != extent[a]) {
+      return invalid_argument("rank " + std::to_string(r) + "'s box " + show(b) + " is not the " +
+                              std::to_string(extent[0]) + "x" + std::to_string(extent[1]) + "x" +
+                              std::to_string(extent[2]) + " (x first) box the bitmask's last " + std::to_string(p) +
+                              " levels index");
     }
   }
+  uint64_t z = 0;
+  for (int i = 1; i <= maxh; ++i) {
+    const auto [a, bit] = level_bit[static_cast<size_t>(i)];
+    z |= ((static_cast<uint64_t>(b.lo[static_cast<size_t>(a)]) >> bit) & 1) << (maxh - i);
+  }
+  if (z != static_cast<uint64_t>(r) << p) {
+    return invalid_argument("rank " + std::to_string(r) + "'s box " + show(b) + " starts at Z address " +
+                            std::to_string(z) + ", not at " + std::to_string(static_cast<uint64_t>(r) << p) +
+                            ": the bitmask's Z curve does not visit the ranks in rank order");
+  }
+  return Status::ok();
+}
+
+Status check_rank_conforming(std::string_view text, const std::vector<Box>& rank_boxes) {
+  const auto ranks = static_cast<int64_t>(rank_boxes.size());
+  if (ranks == 0) return check_rank_box(text, 0, 0, Box{});
+  for (int64_t r = 0; r < ranks; ++r)
+    HZIO_RETURN_IF_ERROR(check_rank_box(text, ranks, r, rank_boxes[static_cast<size_t>(r)]));
   return Status::ok();
 }
 

@@ -83,4 +83,42 @@ std::vector<int64_t> allgather_int64(MPI_Comm comm, const std::vector<int64_t>& 
   return all;
 }
 
+MPI_Message probe_any(MPI_Comm comm, int tag, MPI_Status& status) {
+  MPI_Message message = MPI_MESSAGE_NULL;
+  poll([&] {
+    int found = 0;
+    MPI_Improbe(MPI_ANY_SOURCE, tag, comm, &found, &message, &status);
+    return found != 0;
+  });
+  return message;
+}
+
+std::vector<int64_t> gather_int64(MPI_Comm comm, const std::vector<int64_t>& mine, int root) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  int n = static_cast<int>(mine.size());
+  std::vector<int> counts(rank == root ? static_cast<size_t>(size) : 0);
+  MPI_Request request;
+  MPI_Igather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, root, comm, &request);
+  wait(request);
+  std::vector<int> displs(counts.size(), 0);
+  for (size_t r = 1; r < counts.size(); ++r) displs[r] = displs[r - 1] + counts[r - 1];
+  std::vector<int64_t> all(counts.empty() ? 0 : static_cast<size_t>(displs.back() + counts.back()));
+  MPI_Igatherv(mine.data(), n, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, root, comm,
+               &request);
+  wait(request);
+  return all;
+}
+
+void bcast_int64(MPI_Comm comm, std::vector<int64_t>& values, int root) {
+  int64_t n = static_cast<int64_t>(values.size());
+  MPI_Request request;
+  MPI_Ibcast(&n, 1, MPI_INT64_T, root, comm, &request);
+  wait(request);
+  values.resize(static_cast<size_t>(n));
+  MPI_Ibcast(values.data(), static_cast<int>(n), MPI_INT64_T, root, comm, &request);
+  wait(request);
+}
+
 }  // namespace hzio::parallel

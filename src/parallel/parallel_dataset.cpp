@@ -14,6 +14,7 @@
 #include "format/file_name.hpp"
 #include "io/posix_file.hpp"
 #include "parallel/mpi_util.hpp"
+#include "parallel/parallel_dataset_impl.hpp"
 #include "parallel/parallel_read.hpp"
 #include "parallel/records.hpp"
 #include "parallel/round_plan.hpp"
@@ -24,48 +25,6 @@
 namespace hzio {
 
 using parallel::agree;
-
-class ParallelDataset::Impl {
- public:
-  struct Staged {
-    int field = 0;
-    int64_t time = 0;
-    Box box;
-    util::LargeBuffer copy;           // the caller's samples, unless borrowed
-    const std::byte* data = nullptr;  // the samples: copy.data() or the caller's buffer
-  };
-
-  MPI_Comm comm_ = MPI_COMM_NULL;
-  int rank_ = 0, size_ = 1;
-  bool one_node_ = false;  // every rank shares this node's memory (and page cache)
-  ParallelOptions options_;
-  std::unique_ptr<Dataset> dataset_;
-  std::vector<Staged> staged_;
-  WriteReport last_write_report_;
-  bool closed_ = false;
-  util::LargeBuffer send_buffer_, recv_buffer_;  // exchange buffers, reused by every round and flush
-
-  core::DatasetParts ds() { return core::DatasetParts(*dataset_); }
-  Status stage(const Box& box, std::string_view field, int64_t time, const void* data, size_t size_bytes, bool borrow);
-  Result<WriteReport> flush();
-  // What a flush moves: every rank's boxes, the timesteps they write, the write plan and this rank's
-  // plan of each round.
-  struct FlushPlan {
-    std::vector<parallel::BoxInfo> boxes;
-    std::vector<int64_t> times;  // ascending, distinct
-    parallel::WritePlan plan;
-    std::vector<parallel::RoundPlan> rounds;
-    int64_t bytes = 0;  // sample bytes this rank staged
-  };
-  // Collective. Plans the flush and sizes the exchange buffers; errors agree on every rank.
-  Status plan_flush(FlushPlan& fp);
-  // Collective. Plans, exchanges, writes and commits the staged boxes; errors agree on every rank.
-  Status write_staged(FlushPlan& fp, core::WriteTally& t);
-  // Local status: a failing rank still joins every later round, and flush() agrees once at the end.
-  Status exchange_round(const parallel::WritePlan& plan, const parallel::RoundPlan& io, core::WriteTally& t);
-  Status commit(const std::vector<int64_t>& times, const parallel::WritePlan& plan, core::WriteTally& t);
-  WriteReport reduce(const parallel::WritePlan& plan, const core::WriteTally& t, int64_t bytes);
-};
 
 namespace {
 
@@ -231,30 +190,41 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
   constexpr int kBulkTag = 1, kBlockTag = 2;
   // The aggregated chunk's file space first, so that detached blocks land in their buffered places. On an
   // error this rank still takes part in the exchange, and reports the error after it.
+  // A shared file's chunk in a partitioned flush is not written here: its records go to the file's merger.
+  const bool forwards =
+      io.chunk >= 0 && part_ &&
+      part_->parts.of_blocks(static_cast<uint64_t>(plan.chunks[static_cast<size_t>(io.chunk)].first_block),
+                             static_cast<uint64_t>(d.idx.blocks_per_file)) < 0;
   parallel::ChunkSlots slots;
-  Status s = io.chunk >= 0 ? parallel::reserve_chunk(d, plan.chunks[static_cast<size_t>(io.chunk)], io.entries, slots)
-                           : Status::ok();
+  Status s = io.chunk >= 0 && !forwards
+                 ? parallel::reserve_chunk(d, plan.chunks[static_cast<size_t>(io.chunk)], io.entries, slots)
+                 : Status::ok();
+  if (io.chunk >= 0) ++aggregated_;
   const auto place = [&](int64_t entry) { return s.is_ok() ? slots.place(entry) : nullptr; };
   std::vector<MPI_Request> requests;
   const auto post = [&](bool send, std::byte* at, int64_t bytes, int peer, int tag) {
     requests.emplace_back();
     // Sizes fit in int: flush() checked every round's buffers before the first.
+    if (send) {
+      ++sent_messages_;
+      sent_bytes_ += bytes;
+    }
     if (send)
-      MPI_Isend(at, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm_, &requests.back());
+      MPI_Isend(at, static_cast<int>(bytes), MPI_BYTE, peer, tag, xcomm_, &requests.back());
     else
-      MPI_Irecv(at, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm_, &requests.back());
+      MPI_Irecv(at, static_cast<int>(bytes), MPI_BYTE, peer, tag, xcomm_, &requests.back());
   };
   // Receives first: a message's data can move as soon as its sender posts it.
   std::vector<std::byte*> landing(io.incoming.size());
-  int64_t spill = io.recv_bulk[static_cast<size_t>(size_)];
+  int64_t spill = io.recv_bulk[static_cast<size_t>(xsize_)];
   for (size_t k = 0; k < io.incoming.size(); ++k) {
     std::byte* p = place(io.incoming[k].entry);
     landing[k] = p ? p : recv_buffer_.data() + spill;
     spill += (io.incoming[k].bytes + 7) & ~int64_t{7};
   }
-  for (int r = 0; r < size_; ++r) {
+  for (int r = 0; r < xsize_; ++r) {
     const int64_t begin = io.recv_bulk[static_cast<size_t>(r)], end = io.recv_bulk[static_cast<size_t>(r) + 1];
-    if (r != rank_ && end > begin) post(false, recv_buffer_.data() + begin, end - begin, r, kBulkTag);
+    if (r != xrank_ && end > begin) post(false, recv_buffer_.data() + begin, end - begin, r, kBulkTag);
   }
   for (size_t k = 0; k < io.incoming.size(); ++k)
     post(false, landing[k], io.incoming[k].bytes, io.incoming[k].source, kBlockTag);
@@ -265,7 +235,7 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
     std::byte* samples = nullptr;
     if (item.detached) {
       samples = send_buffer_.data() + item.data_at;
-      if (item.dest == rank_) {
+      if (item.dest == xrank_) {
         if (std::byte* p = place(format::entry_in_file(d.idx, st.field, item.block))) samples = p;
         own_samples.push_back(samples);
       }
@@ -275,12 +245,12 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
   }
   {
     util::ScopedSeconds timer(t.phases.aggregate);
-    for (int r = 0; r < size_; ++r) {
+    for (int r = 0; r < xsize_; ++r) {
       const int64_t begin = io.send_bulk[static_cast<size_t>(r)], end = io.send_bulk[static_cast<size_t>(r) + 1];
-      if (r != rank_ && end > begin) post(true, send_buffer_.data() + begin, end - begin, r, kBulkTag);
+      if (r != xrank_ && end > begin) post(true, send_buffer_.data() + begin, end - begin, r, kBulkTag);
     }
     for (const auto& item : io.items)
-      if (item.detached && item.dest != rank_)
+      if (item.detached && item.dest != xrank_)
         post(true, send_buffer_.data() + item.data_at, item.data_bytes, item.dest, kBlockTag);
     parallel::wait_all(requests);
   }
@@ -288,8 +258,8 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
   // buffer; each detached record gets the place its samples arrived at, in its sender's order.
   std::vector<parallel::Record> records;
   size_t next_in = 0, next_own = 0;
-  for (int r = 0; r < size_ && s.is_ok(); ++r) {
-    const bool own = r == rank_;
+  for (int r = 0; r < xsize_ && s.is_ok(); ++r) {
+    const bool own = r == xrank_;
     const std::byte* base = own ? send_buffer_.data() : recv_buffer_.data();
     const auto& bounds = own ? io.send_bulk : io.recv_bulk;
     const size_t first = records.size();
@@ -312,12 +282,14 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
   }
   if (s.is_ok() && (next_in != io.incoming.size() || next_own != own_samples.size()))
     s = internal_error("detached blocks were received without their headers");
-  if (s.is_ok() && io.chunk >= 0)
+  if (s.is_ok() && forwards) forward_chunk(plan.chunks[static_cast<size_t>(io.chunk)], records);
+  if (s.is_ok() && io.chunk >= 0 && !forwards)
     s = parallel::write_chunk(d, plan.chunks[static_cast<size_t>(io.chunk)], records, slots, t);
   return s;
 }
 
-Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times, const parallel::WritePlan& plan,
+Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times,
+                                     const std::map<int64_t, std::vector<int64_t>>& files, bool writes_idx,
                                      core::WriteTally& t) {
   core::DatasetParts d = ds();
   core::CommitSteps steps;
@@ -327,13 +299,12 @@ Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times, const pa
     parallel::allreduce(&in, &out, 1, MPI_INT, MPI_MAX, comm_);
     return out != 0;
   };
-  steps.writes_idx = rank_ == 0;
+  steps.writes_idx = writes_idx;
   steps.durable = options_.durable;
   for (int64_t tm : times) {
     if (d.idx.time.contains(tm)) continue;
     auto& written = steps.new_times[tm];
-    for (const auto& c : plan.chunks)
-      if (c.time == tm) written.push_back(c.first_block);
+    if (const auto it = files.find(tm); it != files.end()) written = it->second;
   }
   core::CommitResult done;
   const Status s = core::commit_writes(d.files, d.path, d.idx, steps, done);
@@ -356,9 +327,9 @@ Status ParallelDataset::Impl::plan_flush(FlushPlan& fp) {
     fp.bytes += s.box.sample_count() * static_cast<int64_t>(d.coding[static_cast<size_t>(s.field)].dtype.bytes());
   }
   std::vector<int> counts;
-  const std::vector<int64_t> all = parallel::allgather_int64(comm_, mine, counts);
+  const std::vector<int64_t> all = parallel::allgather_int64(xcomm_, mine, counts);
   size_t at = 0;
-  for (int r = 0; r < size_; ++r) {
+  for (int r = 0; r < xsize_; ++r) {
     for (int i = 0; i < counts[r]; i += 8, at += 8) {
       fp.boxes.push_back({r, static_cast<int>(all[at]), all[at + 1],
                           Box{{all[at + 2], all[at + 3], all[at + 4]}, {all[at + 5], all[at + 6], all[at + 7]}}});
@@ -372,11 +343,11 @@ Status ParallelDataset::Impl::plan_flush(FlushPlan& fp) {
     block_bytes.push_back(static_cast<int64_t>(d.block_bytes(static_cast<int>(f))));
   const parallel::PlanOptions plan_options{options_.placement == AggregatorPlacement::kUniform,
                                            options_.aggregator_count, options_.aggregator_bytes};
-  fp.plan = parallel::make_write_plan(d.idx, d.space, fp.boxes, size_, plan_options, block_bytes);
+  fp.plan = parallel::make_write_plan(d.idx, d.space, fp.boxes, xsize_, plan_options, block_bytes);
   // Each round's sends and receives up front, so that the buffers are sized once and the size limits
   // agreed once for the whole flush.
   size_t mine_at = 0;  // this rank's first box in `boxes`
-  for (int r = 0; r < rank_; ++r) mine_at += static_cast<size_t>(counts[r] / 8);
+  for (int r = 0; r < xrank_; ++r) mine_at += static_cast<size_t>(counts[r] / 8);
   std::vector<bool> raw;
   for (const core::FieldCoding& fc : d.coding) raw.push_back(fc.codec.kind == codec::CodecKind::kRaw);
   const auto shape_of = [&](int field, const Box& box, uint64_t block) {
@@ -384,8 +355,8 @@ Status ParallelDataset::Impl::plan_flush(FlushPlan& fp) {
   };
   int64_t send_max = 0, recv_max = 0;
   for (const auto& round : fp.plan.rounds) {
-    fp.rounds.push_back(
-        parallel::plan_round(d.idx, fp.plan, round, fp.boxes, {mine_at, staged_.size()}, rank_, size_, raw, shape_of));
+    fp.rounds.push_back(parallel::plan_round(d.idx, fp.plan, round, fp.boxes, {mine_at, staged_.size()}, xrank_, xsize_,
+                                             raw, shape_of));
     send_max = std::max(send_max, fp.rounds.back().send_bytes);
     recv_max = std::max(recv_max, fp.rounds.back().recv_bytes);
   }
@@ -394,33 +365,56 @@ Status ParallelDataset::Impl::plan_flush(FlushPlan& fp) {
                      : Status::ok();
   if (ready.is_ok()) ready = reserve(send_buffer_, static_cast<size_t>(send_max), "send");
   if (ready.is_ok()) ready = reserve(recv_buffer_, static_cast<size_t>(recv_max), "receive");
-  return agree(comm_, ready);
+  return agree(xcomm_, ready);
 }
 
 Status ParallelDataset::Impl::write_staged(FlushPlan& fp, core::WriteTally& t) {
   Status s;
   {
     util::ScopedSeconds timer(t.phases.restructure);
-    s = plan_flush(fp);
+    s = part_ ? partition_staged(t) : Status::ok();
+    if (s.is_ok()) s = plan_flush(fp);
   }
   Status failed;  // this rank's first error in the rounds: it keeps taking part, the ranks agree after
   for (size_t r = 0; s.is_ok() && r < fp.rounds.size(); ++r) {
     Status round = exchange_round(fp.plan, fp.rounds[r], t);
     if (!round.is_ok() && failed.is_ok()) failed = round;
   }
-  if (s.is_ok()) s = agree(comm_, failed);
+  if (s.is_ok()) s = agree(xcomm_, failed);
+  // A group may fail while the others finished: every rank hears of it before the merge and the commit.
+  if (part_) s = agree(comm_, s);
+  if (s.is_ok() && part_) s = agree(comm_, merge_shared(t));
   staged_.clear();
   if (!s.is_ok()) {
     ds().files.abort();
     return s;
   }
-  return commit(fp.times, fp.plan, t);
+  std::vector<int64_t> times = fp.times;
+  std::map<int64_t, std::vector<int64_t>> files;
+  bool writes_idx = rank_ == 0;
+  if (part_) {
+    s = agree(comm_, gather_written(fp.plan, times, files));
+    if (!s.is_ok()) {
+      ds().files.abort();
+      return s;
+    }
+    writes_idx = part_->writes_idx;
+  } else {
+    for (const auto& c : fp.plan.chunks) files[c.time].push_back(c.first_block);
+  }
+  return commit(times, files, writes_idx, t);
 }
 
 Result<WriteReport> ParallelDataset::Impl::flush() {
   core::WriteTally t(ds().idx.bitmask.max_level());
   FlushPlan fp;
   Status s;
+  xcomm_ = comm_;
+  xrank_ = rank_;
+  xsize_ = size_;
+  sent_messages_ = sent_bytes_ = aggregated_ = 0;
+  part_.reset();
+  if (options_.partitions > 1) part_ = std::make_unique<Partitioned>();
   {
     util::ScopedSeconds timer(t.phases.total);
     s = write_staged(fp, t);
@@ -429,6 +423,7 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
   int64_t total_bytes = 0;
   parallel::allreduce(&fp.bytes, &total_bytes, 1, MPI_INT64_T, MPI_SUM, comm_);
   last_write_report_ = reduce(fp.plan, t, total_bytes);
+  part_.reset();
   return last_write_report_;
 }
 
@@ -450,6 +445,12 @@ WriteReport ParallelDataset::Impl::reduce(const parallel::WritePlan& plan, const
   parallel::allreduce(seconds.data(), sum.data(), n, MPI_DOUBLE, MPI_SUM, comm_);
   parallel::allreduce(counts.data(), total.data(), static_cast<int>(counts.size()), MPI_INT64_T, MPI_SUM, comm_);
   t.fill_reduced(max, sum, total, size_, r);
+  const int64_t sent[2] = {sent_messages_, sent_bytes_};
+  int64_t all_sent[2] = {0, 0};
+  parallel::allreduce(sent, all_sent, 2, MPI_INT64_T, MPI_SUM, comm_);
+  r.messages = all_sent[0];
+  r.message_bytes = all_sent[1];
+  if (part_) reduce_partitioned(r, static_cast<int>(plan.rounds.size()));
   return r;
 }
 
