@@ -30,6 +30,7 @@ module hzio_mpi
     integer(c_int) :: aggregator_count = 0   ! 0: no cap
     integer(c_size_t) :: aggregator_bytes = 0 ! 0: 256 MiB
     integer(c_int) :: durable = 1            ! 1: fsync data files and the .idx
+    integer(c_int) :: partitions = 1         ! a power of two: domain partitioning in global index space
   end type hzio_parallel_options
 
   interface

@@ -25,6 +25,8 @@ typedef struct hzio_parallel_options {
   int aggregator_count;    /* 0 = no cap */
   size_t aggregator_bytes; /* 0 = 256 MiB */
   int durable;             /* fsync data files and the .idx */
+  int partitions;          /* 0 or 1: none; else a power of two R: domain partitioning in global index space
+                              (docs/guide/parallel-io.md "Partitions") */
 } hzio_parallel_options;
 
 /* Collective. `parallel` may be NULL (localized placement, 256 MiB, durable). */

@@ -133,6 +133,25 @@ void bind_reports(nb::module_& m) {
       .def_ro("write_mean", &LevelTimes::write_mean);
   def_repr(level, "LevelTimes", {"level", "blocks", "bytes", "hz_max", "hz_mean", "write_max", "write_mean"});
 
+  nb::class_<PartitionGroupReport> group(m, "PartitionGroupReport",
+                                         "One group of ranks of a partitioned write and what it moved.");
+  group.def_ro("partition", &PartitionGroupReport::partition)
+      .def_ro("partitions", &PartitionGroupReport::partitions)
+      .def_ro("ranks", &PartitionGroupReport::ranks)
+      .def_ro("aggregators", &PartitionGroupReport::aggregators)
+      .def_ro("files", &PartitionGroupReport::files)
+      .def_ro("messages", &PartitionGroupReport::messages)
+      .def_ro("bytes", &PartitionGroupReport::bytes);
+  def_repr(group, "PartitionGroupReport",
+           {"partition", "partitions", "ranks", "aggregators", "files", "messages", "bytes"});
+
+  nb::class_<MergeReport> merge(m, "MergeReport", "The merge of the shared files of a partitioned write.");
+  merge.def_ro("mergers", &MergeReport::mergers)
+      .def_ro("files", &MergeReport::files)
+      .def_ro("messages", &MergeReport::messages)
+      .def_ro("bytes", &MergeReport::bytes);
+  def_repr(merge, "MergeReport", {"mergers", "files", "messages", "bytes"});
+
   nb::class_<WriteReport> write(m, "WriteReport", "What a commit did: phase seconds, bytes, files, per-level work.");
   write.def_ro("ranks", &WriteReport::ranks)
       .def_ro("aggregators", &WriteReport::aggregators)
@@ -143,12 +162,20 @@ void bind_reports(nb::module_& m) {
       .def_ro("bytes", &WriteReport::bytes, "Sample bytes handed to write_box by all ranks.")
       .def_ro("file_bytes", &WriteReport::file_bytes, "Payload bytes stored in data files.")
       .def_ro("files", &WriteReport::files, "Data files written.")
+      .def_ro("messages", &WriteReport::messages, "Record messages between ranks.")
+      .def_ro("message_bytes", &WriteReport::message_bytes, "Bytes of those messages.")
+      .def_ro("partitions", &WriteReport::partitions, "Partitions of a partitioned write (1 otherwise).")
+      .def_ro("groups", &WriteReport::groups, "Per group of a partitioned write.")
+      .def_ro("merge", &WriteReport::merge, "The merge of a partitioned write's shared files.")
+      .def_ro("moved_messages", &WriteReport::moved_messages, "Parts of boxes sent to another partition's group.")
+      .def_ro("moved_bytes", &WriteReport::moved_bytes, "Bytes of those parts.")
       .def_ro("max", &WriteReport::max)
       .def_ro("mean", &WriteReport::mean)
       .def_ro("levels", &WriteReport::levels);
-  def_repr(write, "WriteReport",
-           {"ranks", "aggregators", "rounds", "placement", "bytes", "file_bytes", "files", "rank_conforming", "max",
-            "mean", "levels"});
+  def_repr(
+      write, "WriteReport",
+      {"ranks", "aggregators", "rounds", "placement", "bytes", "file_bytes", "files", "rank_conforming", "messages",
+       "message_bytes", "partitions", "groups", "merge", "moved_messages", "moved_bytes", "max", "mean", "levels"});
 
   nb::class_<QueryResult> query(m, "QueryResult",
                                 "The matches of a value-range query; the arrays are views of its buffers.");

@@ -24,7 +24,7 @@ using hzio::bindings::Triple;
 namespace {
 
 ParallelOptions options(const std::string& placement, int aggregator_count, int64_t aggregator_bytes, bool durable,
-                        int threads) {
+                        int threads, int partitions) {
   if (placement != "localized" && placement != "uniform") {
     throw HzioError{invalid_argument("placement '" + placement + "' is not 'localized' or 'uniform'")};
   }
@@ -35,6 +35,7 @@ ParallelOptions options(const std::string& placement, int aggregator_count, int6
   o.aggregator_bytes = static_cast<size_t>(aggregator_bytes);
   o.durable = durable;
   o.threads = threads;
+  o.partitions = partitions;
   return o;
 }
 
@@ -79,7 +80,7 @@ void bind_parallel(nb::module_& m) {
              std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> fields,
              std::string bitmask, int bits_per_block, int64_t blocks_per_file, std::vector<int64_t> times,
              bool overwrite, std::string placement, int aggregator_count, int64_t aggregator_bytes, bool durable,
-             int threads, int sub_block_bits) {
+             int threads, int sub_block_bits, int partitions) {
             CreateOptions o;
             o.sub_block_bits = sub_block_bits;
             o.dims = std::move(dims);
@@ -97,21 +98,21 @@ void bind_parallel(nb::module_& m) {
             o.times = std::move(times);
             o.overwrite = overwrite;
             MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(comm_handle));
-            ParallelOptions po = options(placement, aggregator_count, aggregator_bytes, durable, threads);
+            ParallelOptions po = options(placement, aggregator_count, aggregator_bytes, durable, threads, partitions);
             nb::gil_scoped_release release;
             return take(ParallelDataset::create(comm, path, o, po));
           },
           nb::arg("comm_handle"), nb::arg("path"), nb::arg("dims"), nb::arg("fields"), nb::arg("bitmask"),
           nb::arg("bits_per_block"), nb::arg("blocks_per_file"), nb::arg("times"), nb::arg("overwrite"),
           nb::arg("placement"), nb::arg("aggregator_count"), nb::arg("aggregator_bytes"), nb::arg("durable"),
-          nb::arg("threads"), nb::arg("sub_block_bits"))
+          nb::arg("threads"), nb::arg("sub_block_bits"), nb::arg("partitions") = 1)
       .def_static(
           "open",
           [](int64_t comm_handle, const std::string& path, std::string placement, int aggregator_count,
-             int64_t aggregator_bytes, bool durable, int threads, bool writable, bool verify,
-             bool allow_outside_folder) {
+             int64_t aggregator_bytes, bool durable, int threads, bool writable, bool verify, bool allow_outside_folder,
+             int partitions) {
             MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(comm_handle));
-            ParallelOptions po = options(placement, aggregator_count, aggregator_bytes, durable, threads);
+            ParallelOptions po = options(placement, aggregator_count, aggregator_bytes, durable, threads, partitions);
             po.verify_checksums = verify;
             po.allow_outside_folder = allow_outside_folder;
             nb::gil_scoped_release release;
@@ -119,7 +120,7 @@ void bind_parallel(nb::module_& m) {
           },
           nb::arg("comm_handle"), nb::arg("path"), nb::arg("placement"), nb::arg("aggregator_count"),
           nb::arg("aggregator_bytes"), nb::arg("durable"), nb::arg("threads"), nb::arg("writable"),
-          nb::arg("verify") = true, nb::arg("allow_outside_folder") = false)
+          nb::arg("verify") = true, nb::arg("allow_outside_folder") = false, nb::arg("partitions") = 1)
       .def(
           "read_box",
           [](ParallelDataset& d, Triple lo, Triple hi, int level, const std::string& field, int64_t time,

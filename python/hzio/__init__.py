@@ -113,12 +113,19 @@ def _sub_blocks(value: int | None) -> int:
     return -1 if value is None else as_int(value, "sub_block_bits", 0)  # -1: CreateOptions::kAutoSubBlockBits
 
 
+def _partitions(value: int) -> int:
+    n = as_int(value, "partitions", 1)
+    if n & (n - 1):
+        raise InvalidArgumentError(f"partitions must be a power of two, got {n}")
+    return n
+
+
 def create(path: str | os.PathLike, shape: Sequence[int], fields: FieldsLike, *,
            bitmask: str | None = None, bits_per_block: int | None = None, blocks_per_file: int | None = None,
            codec: str = "raw", layout: str = "hzorder", times: Iterable[int] | None = None, overwrite: bool = False,
            durable: bool = True, threads: int = 0, comm: Any = None, placement: str = "localized",
            aggregator_count: int = 0, aggregator_bytes: int = 256 << 20,
-           sub_block_bits: int | None = None, io: Any = None) -> Any:
+           sub_block_bits: int | None = None, io: Any = None, partitions: int = 1) -> Any:
     """Create an IDX dataset and return it open for writing (a context manager).
 
     Local without ``comm``; Collective over ``comm`` (an mpi4py communicator), returning a
@@ -155,6 +162,12 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: FieldsLike, *,
         Cap on distinct aggregator ranks (0 = no cap).
     aggregator_bytes : int
         Memory an aggregator may take per round; larger files are written in several rounds.
+    partitions : int
+        With ``comm``: domain partitioning in global index space, a power of two R (default 1: none).
+        The bitmask's first log2(R) characters cut the domain into R partitions; the ranks whose samples
+        lie mostly in one aggregate and write its data files in their own communicator, and one rank
+        per shared (coarse) file merges it. The files are byte-identical to ``partitions=1``; the write
+        report gives each group and the merge (docs/guide/parallel-io.md "Partitions").
     io : hzio.io_ranks.IoRanks, optional
         On the compute ranks of :func:`hzio.start_io_ranks`: the node's I/O ranks create and write the
         dataset (``comm`` must be ``io.compute_comm`` or None); returns a
@@ -183,13 +196,17 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: FieldsLike, *,
         options = dict(bitmask=bitmask, bits_per_block=bits_per_block, blocks_per_file=blocks_per_file, codec=codec,
                        layout=layout, times=args[6] or None, overwrite=bool(overwrite), durable=bool(durable),
                        threads=threads, placement=placement, aggregator_count=aggregator_count,
-                       aggregator_bytes=aggregator_bytes, sub_block_bits=sub_block_bits)
+                       aggregator_bytes=aggregator_bytes, sub_block_bits=sub_block_bits,
+                       partitions=_partitions(partitions))
         return create_through(io, args[0], shape, {f[0]: f[1] for f in args[2]}, args[2], options)
     if comm is not None:
         from .parallel import create_parallel
         return create_parallel(comm, *args, bool(durable), threads or 1, _text(placement, "placement"),
                                as_int(aggregator_count, "aggregator_count", 0),
-                               as_int(aggregator_bytes, "aggregator_bytes", 1), sub_blocks)
+                               as_int(aggregator_bytes, "aggregator_bytes", 1), sub_blocks,
+                               _partitions(partitions))
+    if _partitions(partitions) != 1:
+        raise InvalidArgumentError("partitions= needs comm= (a collective write)")
     core = _core.Dataset.create(args[0], list(reversed(shape)), *args[2:], bool(durable), threads, sub_blocks)
     return Dataset(core)
 
@@ -197,7 +214,7 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: FieldsLike, *,
 def open(path: str | os.PathLike, *, mode: str = "r", durable: bool = True, threads: int = 0,  # noqa: A001
          comm: Any = None, placement: str = "localized", aggregator_count: int = 0,
          aggregator_bytes: int = 256 << 20, verify: bool = True, allow_outside_folder: bool = False,
-         read_cache_bytes: int = 8 << 20) -> Dataset:
+         read_cache_bytes: int = 8 << 20, partitions: int = 1) -> Dataset:
     """Open an existing dataset (a context manager). ``mode`` is ``"r"`` or ``"r+"``.
 
     Local without ``comm``. With ``comm`` Collective: reads are collective (each rank its own box,
@@ -216,6 +233,8 @@ def open(path: str | os.PathLike, *, mode: str = "r", durable: bool = True, thre
     ``read_cache_bytes`` (default 8 MiB; 0: none): small reads keep the raw block bytes they took, up to
     this many, for the reads that follow: a box read again, or neighbouring boxes, which share their
     coarse blocks, take them from memory (docs/design/read-path.md "Read cache").
+
+    ``partitions`` (with ``comm`` and ``mode="r+"``): collective writes partitioned as in :func:`create`.
     """
     if mode not in ("r", "r+"):
         raise InvalidArgumentError(f"mode must be 'r' or 'r+', got {mode!r}")
@@ -224,7 +243,10 @@ def open(path: str | os.PathLike, *, mode: str = "r", durable: bool = True, thre
         from .parallel import open_parallel
         return open_parallel(comm, path, mode == "r+", bool(durable), threads or 1, _text(placement, "placement"),
                              as_int(aggregator_count, "aggregator_count", 0),
-                             as_int(aggregator_bytes, "aggregator_bytes", 1), bool(verify), bool(allow_outside_folder))
+                             as_int(aggregator_bytes, "aggregator_bytes", 1), bool(verify), bool(allow_outside_folder),
+                             _partitions(partitions))
+    if _partitions(partitions) != 1:
+        raise InvalidArgumentError("partitions= needs comm= (a collective write)")
     reopen = (path, mode == "r+", bool(durable), threads, bool(verify), bool(allow_outside_folder),
               as_int(read_cache_bytes, "read_cache_bytes", 0))
     ds = Dataset(_core.Dataset.open(*reopen))

@@ -111,6 +111,34 @@ class LevelTimes(_Result):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
+class PartitionGroupReport(_Result):
+    """One group of ranks of a partitioned write (``partitions=``): the partitions whose files it wrote
+    in its own communicator, its ranks and aggregators, and the record messages among them."""
+
+    partition: int  #: the partition naming the group: the one its ranks' samples lie in most
+    partitions: tuple[int, ...]  #: every partition whose blocks it writes
+    ranks: int
+    aggregators: int
+    files: int  #: data files it wrote itself (the shared ones are merged)
+    messages: int
+    bytes: int
+
+    @classmethod
+    def _from_core(cls, core: Any, **extra: Any) -> PartitionGroupReport:
+        return super()._from_core(core, partitions=tuple(core.partitions))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class MergeReport(_Result):
+    """The shared files of a partitioned write: merged by one rank each from every group's records."""
+
+    mergers: int
+    files: int
+    messages: int
+    bytes: int
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class WriteReport(_Result):
     """What a commit did (``flush()``, ``last_write_report``); see docs/guide/parallel-io.md "The write report"."""
 
@@ -123,6 +151,13 @@ class WriteReport(_Result):
     files: int  #: data files written
     #: whether the bitmask is rank-conforming for this write's boxes (:func:`hzio.is_rank_conforming`)
     rank_conforming: bool
+    messages: int  #: record messages between ranks (MPI point-to-point), all ranks
+    message_bytes: int
+    partitions: int  #: partitions of a partitioned write, else 1
+    groups: tuple[PartitionGroupReport, ...]  #: per group of a partitioned write
+    merge: MergeReport  #: the merge of a partitioned write's shared files
+    moved_messages: int  #: parts of boxes straddling a partition plane, sent to another group
+    moved_bytes: int
     max: PhaseTimes
     mean: PhaseTimes
     levels: tuple[LevelTimes, ...]
@@ -130,7 +165,9 @@ class WriteReport(_Result):
     @classmethod
     def _from_core(cls, core: Any, **extra: Any) -> WriteReport:
         return super()._from_core(core, max=PhaseTimes._from_core(core.max), mean=PhaseTimes._from_core(core.mean),
-                                  levels=tuple(LevelTimes._from_core(lv) for lv in core.levels))
+                                  levels=tuple(LevelTimes._from_core(lv) for lv in core.levels),
+                                  groups=tuple(PartitionGroupReport._from_core(g) for g in core.groups),
+                                  merge=MergeReport._from_core(core.merge))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

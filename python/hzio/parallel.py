@@ -172,20 +172,21 @@ class ParallelDataset(Dataset):
 def create_parallel(comm: Any, path: str, shape: tuple[int, ...], fields: list[tuple], bitmask: str,
                     bits_per_block: int, blocks_per_file: int, times: list[int], overwrite: bool, durable: bool,
                     threads: int, placement: str, aggregator_count: int, aggregator_bytes: int,
-                    sub_block_bits: int = 0) -> ParallelDataset:
+                    sub_block_bits: int = 0, partitions: int = 1) -> ParallelDataset:
     """Collective. The form of :func:`hzio.create` with ``comm`` (see there)."""
     _require_mpi()
     pcore = _core.ParallelDataset.create(_fortran_handle(comm), path, list(reversed(shape)), fields, bitmask,
                                          bits_per_block, blocks_per_file, times, overwrite, placement,
-                                         aggregator_count, aggregator_bytes, durable, threads, sub_block_bits)
+                                         aggregator_count, aggregator_bytes, durable, threads, sub_block_bits,
+                                         partitions)
     return ParallelDataset(pcore, comm)
 
 
 def open_parallel(comm: Any, path: str, writable: bool, durable: bool, threads: int, placement: str,
                   aggregator_count: int, aggregator_bytes: int, verify: bool = True,
-                  allow_outside_folder: bool = False) -> ParallelDataset:
+                  allow_outside_folder: bool = False, partitions: int = 1) -> ParallelDataset:
     """Collective. The form of :func:`hzio.open` with ``comm`` (reads are Collective; writes too with ``mode="r+"``)."""
     _require_mpi()
     pcore = _core.ParallelDataset.open(_fortran_handle(comm), path, placement, aggregator_count, aggregator_bytes,
-                                       durable, threads, writable, verify, allow_outside_folder)
+                                       durable, threads, writable, verify, allow_outside_folder, partitions)
     return ParallelDataset(pcore, comm)

@@ -23,6 +23,7 @@ hzio::ParallelOptions convert_parallel(const hzio_parallel_options* p) {
   o.aggregator_count = p->aggregator_count;
   if (p->aggregator_bytes) o.aggregator_bytes = p->aggregator_bytes;
   o.durable = p->durable != 0;
+  if (p->partitions != 0) o.partitions = p->partitions;
   return o;
 }
 

@@ -29,6 +29,9 @@ using parallel::agree;
 namespace {
 
 Result<std::unique_ptr<ParallelDataset::Impl>> make_impl(MPI_Comm comm, const ParallelOptions& options) {
+  if (options.partitions < 1 || (options.partitions & (options.partitions - 1)) != 0) {
+    return invalid_argument("partitions must be a power of two, got " + std::to_string(options.partitions));
+  }
   auto impl = std::make_unique<ParallelDataset::Impl>();
   MPI_Comm_dup(comm, &impl->comm_);
   MPI_Comm_rank(impl->comm_, &impl->rank_);
@@ -41,6 +44,13 @@ Result<std::unique_ptr<ParallelDataset::Impl>> make_impl(MPI_Comm comm, const Pa
   impl->one_node_ = node_size == impl->size_;
   impl->options_ = options;
   return impl;
+}
+
+// Whether the dataset's bitmask has the characters the partitions need.
+Status check_partitions(ParallelDataset::Impl& impl) {
+  if (impl.options_.partitions == 1) return Status::ok();
+  const core::DatasetParts d = impl.ds();
+  return hzorder::Partitions::make(d.idx.bitmask, d.idx.bits_per_block, d.idx.box, impl.options_.partitions).status();
 }
 
 // Grows an exchange buffer; running out of memory is an error every rank must hear of, not an exception.
@@ -85,6 +95,7 @@ Result<std::unique_ptr<ParallelDataset>> ParallelDataset::create(MPI_Comm comm, 
     if (ds.is_ok()) impl->dataset_ = std::move(ds).value();
   }
   s = agree(impl->comm_, s);
+  if (s.is_ok()) s = check_partitions(*impl);  // the same on every rank
   if (!s.is_ok()) {
     if (impl->dataset_) impl->dataset_->abandon();  // on rank 0: removes the dataset it just created
     return s;
@@ -105,6 +116,7 @@ Result<std::unique_ptr<ParallelDataset>> ParallelDataset::open(MPI_Comm comm, co
     s = unsupported("parallel writes of interleaved datasets");
   HZIO_RETURN_IF_ERROR(agree(impl->comm_, s));
   impl->dataset_ = std::move(ds).value();
+  if (writable) HZIO_RETURN_IF_ERROR(check_partitions(*impl));  // the same on every rank
   return std::unique_ptr<ParallelDataset>(new ParallelDataset(std::move(impl)));
 }
 

@@ -86,14 +86,29 @@ CASES = {
         shape=[128, 64, 64], fields=[["f", "float32"], ["s", "int16"]], times=[0, 1], codec="raw",
         bits_per_block=14, blocks_per_file=4, placement="localized", aggregator_bytes=200000, durable=True,
         slabs=True),
+    # Domain partitioning in global index space (the files stay those of one process): boxes straddle
+    # the partition planes, partitions without a rank of their own, shared files merged, rewrites.
+    "zip-partitions-2": dict(
+        shape=[40, 33, 17], fields=[["t", "float32"], ["c", "uint8[3]"]], times=[0, 3], codec="zip",
+        bits_per_block=8, blocks_per_file=4, placement="localized", partitions=2, borrow=0.5, rewrite=0.3,
+        sub_block_bits=2),
+    "raw-partitions-4-two-flushes": dict(
+        shape=[31, 44, 20], fields=[["a", "float64"], ["i", "int16", {"codec": "lz4"}]], times=[0, 1],
+        codec="raw", layout="rowmajor", bits_per_block=7, blocks_per_file=2, placement="uniform",
+        aggregator_bytes=3000, partitions=4, flushes=2, holes=0.2),
+    "raw-slabs-partitions-8": dict(
+        shape=[64, 32, 32], fields=[["f", "float32"]], times=[0, 1], codec="raw", bits_per_block=9,
+        blocks_per_file=8, placement="localized", partitions=8, slabs=True, durable=True),
 }
-KILLS = [  # (ranks, mode, victim, fraction of the timestep-0 flush time after which the victim dies)
-    (2, "before_flush", 1, 0.0),
-    (3, "in_flush", 1, 0.3),
-    (3, "in_flush", 2, 0.75),
-    (3, "in_flush", 1, 0.9),
-    (3, "in_flush", 0, 1.2),
-    (4, "in_flush", 2, 0.6),
+KILLS = [  # (ranks, mode, victim, fraction of the timestep-0 flush time after which the victim dies, partitions)
+    (2, "before_flush", 1, 0.0, 1),
+    (3, "in_flush", 1, 0.3, 1),
+    (3, "in_flush", 2, 0.75, 1),
+    (3, "in_flush", 1, 0.9, 1),
+    (3, "in_flush", 0, 1.2, 1),
+    (4, "in_flush", 2, 0.6, 1),
+    (4, "in_flush", 1, 0.5, 2),
+    (4, "in_flush", 3, 0.9, 4),
 ]
 
 
@@ -247,7 +262,12 @@ def test_collective_flush_reports_match_the_writes(collective_run, seed, nprocs,
             assert (rep["files"], rep["file_bytes"], rep["rounds"]) == (0, 0, 0), rep
             continue
         assert rep["files"] >= 1 and 1 <= rep["aggregators"] <= min(nprocs, cap)
-        assert rep["rounds"] >= math.ceil(rep["files"] / rep["aggregators"])
+        assert rep["partitions"] == case["partitions"]
+        if case["partitions"] == 1:
+            assert rep["rounds"] >= math.ceil(rep["files"] / rep["aggregators"])
+            assert not rep["groups"] and rep["merge"]["files"] == 0 and rep["moved_messages"] == 0
+        else:
+            _check_partitioned_report(rep, case, nprocs)
         assert sum(lv["bytes"] for lv in rep["levels"]) == rep["file_bytes"]
     if case["flushes"] != 1:
         return
@@ -260,6 +280,24 @@ def test_collective_flush_reports_match_the_writes(collective_run, seed, nprocs,
     assert sum(lv["blocks"] for lv in rep["levels"]) == len(rows)
     if case["aggregator_bytes"] == 1:  # every block is its own chunk; a file's chunks share one aggregator
         assert rep["rounds"] >= max(Counter(r[2] for r in rows).values())
+
+
+def _check_partitioned_report(rep, case, nprocs):
+    """The groups of a partitioned write hold every rank once and every partition at most once; their
+    files and the merged ones are all the files; every group's rounds are within the report's."""
+    groups = rep["groups"]
+    assert sum(g["ranks"] for g in groups) == nprocs
+    named = sorted(p for g in groups for p in g["partitions"])
+    assert len(named) == len(set(named)) and set(named) <= set(range(case["partitions"]))
+    assert all(g["partition"] in g["partitions"] for g in groups)
+    assert rep["files"] == sum(g["files"] for g in groups) + rep["merge"]["files"]
+    assert rep["merge"]["files"] >= 1 and 1 <= rep["merge"]["mergers"] <= len(groups)
+    assert rep["merge"]["messages"] <= rep["merge"]["files"] * len(groups) * max(1, rep["rounds"])
+    assert rep["messages"] == sum(g["messages"] for g in groups) + rep["merge"]["messages"] + rep["moved_messages"]
+    for g in groups:
+        if g["files"]:
+            assert 1 <= g["aggregators"] <= g["ranks"]
+            assert rep["rounds"] >= math.ceil(g["files"] / g["aggregators"])
 
 
 @grid
@@ -345,11 +383,12 @@ def _check_committed(path, arrays, times):
                                               err_msg=f"OpenVisus field {f} time {t}")
 
 
-@pytest.mark.parametrize("nprocs,mode,victim,fraction", KILLS,
-                         ids=[f"{n}ranks-{m}-rank{v}-{fr}" for n, m, v, fr in KILLS])
-def test_rank_killed_during_write_keeps_last_commit(tmp_path, seed, nprocs, mode, victim, fraction):
+@pytest.mark.parametrize("nprocs,mode,victim,fraction,partitions", KILLS,
+                         ids=[f"{n}ranks-{m}-rank{v}-{fr}-partitions{p}" for n, m, v, fr, p in KILLS])
+def test_rank_killed_during_write_keeps_last_commit(tmp_path, seed, nprocs, mode, victim, fraction, partitions):
     run = run_mpi(nprocs, SCRIPTS / "write_then_die.py",
-                  {"out": str(tmp_path), "seed": seed, "mode": mode, "victim": victim, "fraction": fraction})
+                  {"out": str(tmp_path), "seed": seed, "mode": mode, "victim": victim, "fraction": fraction,
+                   "partitions": partitions})
     assert run.returncode != 0, f"the job survived the loss of rank {victim}\n{run.describe()}"
     assert (tmp_path / "t0.json").exists(), f"the run died before committing timestep 0\n{run.describe()}"
     returned = (tmp_path / "flush_returned").exists()

@@ -33,7 +33,7 @@ from abort_on_failure import aborting_every_rank  # noqa: E402
 _DEFAULTS = dict(times=None, written_times=None, codec="raw", layout="hzorder", bitmask=None, bits_per_block=None,
                  blocks_per_file=None, placement="localized", aggregator_count=0, aggregator_bytes=256 << 20,
                  holes=0.0, idle_ranks=0, flushes=1, durable=False, borrow=0.0, rewrite=0.0,
-                 sub_block_bits=None, slabs=False)
+                 sub_block_bits=None, slabs=False, partitions=1)
 
 
 def normalize_case(case: dict) -> dict:
@@ -50,7 +50,8 @@ def normalize_case(case: dict) -> dict:
     returns, which a copy must not see); ``rewrite`` (probability that a rank first writes junk over its
     box or a random part of it, in the same flush, which the real write that follows must replace; a
     rank's first write always is); ``slabs`` (instead of random boxes, rank r writes the r-th of
-    near-equal slabs along the first axis: large boxes that hold whole blocks).
+    near-equal slabs along the first axis: large boxes that hold whole blocks); ``partitions`` (domain
+    partitioning of the collective write, as in ``hzio.create``).
     """
     out = dict(_DEFAULTS)
     out.update(case)
@@ -164,6 +165,8 @@ def _stable(report: dict) -> dict:
     """The report without timings (which differ between ranks)."""
     out = {k: v for k, v in report.items() if k not in ("max", "mean", "levels")}
     out["levels"] = [{k: lv[k] for k in ("level", "blocks", "bytes")} for lv in report["levels"]]
+    out["groups"] = [dict(g, partitions=list(g["partitions"])) for g in report["groups"]]
+    out["merge"] = dict(report["merge"])
     return out
 
 
@@ -178,7 +181,7 @@ def write_collectively(comm, path, seed, case, arrays):
     writes = plan_writes(seed, case, size)
     kw = create_kwargs(case)
     ds = hzio.create(path, **kw, comm=comm, placement=case["placement"], aggregator_count=case["aggregator_count"],
-                     aggregator_bytes=case["aggregator_bytes"], threads=1)
+                     aggregator_bytes=case["aggregator_bytes"], threads=1, partitions=case["partitions"])
     rng = np.random.default_rng([seed, 4, rank])
     reports, staged, junked = [], [], []
     rewrote = False  # the first write of a rank is always rewritten when the case asks for rewrites

@@ -92,7 +92,7 @@ def run(comm, args) -> None:
     path = os.path.join(out, "killed.idx")
     arrays = build_arrays(seed)
     ds = hzio.create(path, shape=SHAPE, fields=FIELDS, bits_per_block=BITS_PER_BLOCK, blocks_per_file=BLOCKS_PER_FILE,
-                     times=[0], overwrite=True, comm=comm, threads=1)
+                     times=[0], overwrite=True, comm=comm, threads=1, partitions=int(args.get("partitions", 1)))
     _stage(ds, arrays, 0, slabs(seed, 0, size)[rank])
     start = time.perf_counter()
     ds.flush()
@@ -102,7 +102,7 @@ def run(comm, args) -> None:
         with open(os.path.join(out, "t0.json"), "w") as f:
             json.dump({"flush_seconds": t0}, f)
 
-    ds = hzio.open(path, mode="r+", comm=comm, threads=1)
+    ds = hzio.open(path, mode="r+", comm=comm, threads=1, partitions=int(args.get("partitions", 1)))
     _stage(ds, arrays, 1, slabs(seed, 1, size)[rank])
     comm.Barrier()
     if rank == victim:
