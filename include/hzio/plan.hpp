@@ -33,6 +33,17 @@ struct LevelSummary {
   std::vector<int> aggregator_ranks;     // the level's aggregators, ascending (WriteSimulation::details only)
 };
 
+// One group of ranks of a partitioned write (WriteSimulation::partitions > 1), as in the write report.
+struct GroupSummary {
+  int partition = 0;            // the partition naming the group
+  std::vector<int> partitions;  // every partition whose blocks it writes
+  int ranks = 0;
+  int aggregators = 0;
+  int64_t files = 0;     // data files it writes itself (shared files excluded)
+  int64_t messages = 0;  // record messages among its ranks
+  int64_t bytes = 0;     // sample bytes they move
+};
+
 struct PlanSummary {
   int ranks = 0;
   int partitions = 1;
@@ -43,6 +54,15 @@ struct PlanSummary {
   int64_t round_bytes_max = 0;  // decoded bytes one aggregator holds in one round, at most
   int64_t bytes = 0;            // sample bytes of the write
   bool rank_conforming = false;
+  int64_t messages = 0;      // every record message (MPI point-to-point) of the write
+  int64_t senders_max = 0;   // the largest aggregation group: distinct ranks sending one aggregator
+  int64_t messages_max = 0;  // the busiest aggregator's messages (one per sender and round)
+  // Partitioned writes: the groups, the parts of boxes moved between them and the merge of the shared
+  // files (one message per aggregator of a shared file's chunk and merger).
+  std::vector<GroupSummary> groups;
+  int64_t moved_messages = 0, moved_bytes = 0;
+  int mergers = 0;
+  int64_t merge_files = 0, merge_messages = 0, merge_bytes = 0;
   std::vector<LevelSummary> levels;
   std::string bitmask;
 
@@ -62,13 +82,14 @@ struct WriteSimulation {
   bool uniform = false;      // aggregator placement: uniform, else localized
   int aggregator_count = 0;  // 0: no cap
   int64_t aggregator_bytes = int64_t{256} << 20;
-  int partitions = 1;    // a power of two: ranks are labelled by the partition their box's first sample is in
+  int partitions = 1;    // a power of two: the partitioned write (ParallelOptions::partitions) is simulated
   bool details = false;  // also list each level's aggregator ranks
 };
 
 // Local, pure (no MPI). The plan every rank of a collective write (ParallelDataset::flush) would compute
-// for this one from the all-gathered boxes, summarized. Errors: kInvalidArgument for options create would refuse, or
-// partitions that are not a power of two within the bitmask's levels.
+// for this one from the all-gathered boxes, summarized; with partitions, the plans of every group, the
+// parts of boxes moved between groups and the merge of the shared files. Errors: kInvalidArgument for options create
+// would refuse, or partitions that are not a power of two within the bitmask's levels.
 Result<PlanSummary> simulate_write_plan(const WriteSimulation& write);
 
 }  // namespace hzio

@@ -35,12 +35,16 @@ def plan(args):
                        aggregator_count=args.aggregator_count, aggregator_bytes=args.aggregator_bytes,
                        partitions=args.partitions)
     if args.plot:
-        from .planning import plot_aggregators
+        from .planning import plot_aggregators, plot_partitions
         os.makedirs(args.plot, exist_ok=True)
-        png = plot_aggregators(os.path.join(args.plot, "plan_aggregators.png"), shape, grid, order=args.order,
-                               dtype=args.dtype, fields=args.fields, bits_per_block=args.bits_per_block,
-                               blocks_per_file=args.blocks_per_file, placement=args.placement,
-                               aggregator_count=args.aggregator_count, aggregator_bytes=args.aggregator_bytes)
+        common = dict(order=args.order, dtype=args.dtype, fields=args.fields, bits_per_block=args.bits_per_block,
+                      blocks_per_file=args.blocks_per_file, placement=args.placement,
+                      aggregator_count=args.aggregator_count, aggregator_bytes=args.aggregator_bytes)
+        png = plot_aggregators(os.path.join(args.plot, "plan_aggregators.png"), shape, grid, **common)
+        print(f"wrote {png}", file=sys.stderr)
+        counts = [1 << k for k in range(max(5, args.partitions.bit_length()))]
+        png = plot_partitions(os.path.join(args.plot, "plan_partitions.png"), shape, grid, counts,
+                              bitmask=args.bitmask, rank_conforming=args.template, **common)
         print(f"wrote {png}", file=sys.stderr)
     if args.json:
         print(json.dumps(summary))
@@ -52,6 +56,15 @@ def plan(args):
     print(f"files {summary['files']}, chunks {summary['chunks']}, aggregators {summary['aggregators']}, "
           f"rounds {summary['rounds']}, at most {summary['round_bytes_max'] / mib:.1f} MiB per aggregator and round; "
           f"planned in {summary['seconds']:.2f} s")
+    print(f"messages {summary['messages']}, largest aggregation group {summary['senders_max']} ranks, "
+          f"busiest aggregator {summary['messages_max']} messages")
+    if summary["groups"]:
+        m = summary["merge"]
+        sizes = [g["ranks"] for g in summary["groups"]]
+        print(f"{summary['partitions']} partitions in {len(sizes)} groups of {min(sizes)} to {max(sizes)} ranks; "
+              f"{summary['moved_messages']} parts of boxes moved ({summary['moved_bytes'] / mib:.1f} MiB); "
+              f"merge: {m['files']} shared files by {m['mergers']} ranks, {m['messages']} messages, "
+              f"{m['bytes'] / mib:.1f} MiB")
     head = (f"{'level':>5} {'blocks':>9} {'files':>6} {'aggs':>6} {'senders max':>11} {'mean':>8} {'msgs max':>9} "
             f"{'mean':>8} {'MiB max':>9} {'MiB mean':>9} {'cross-partition':>15}")
     print(head)
@@ -80,7 +93,9 @@ def add_plan_arguments(p):
     p.add_argument("--aggregator-count", type=int, default=0, help="cap on distinct aggregators (0: none)")
     p.add_argument("--aggregator-bytes", type=int, default=256 << 20, help="an aggregator's memory per round")
     p.add_argument("--partitions", type=int, default=1,
-                   help="label ranks by partition (a power of two) to count messages crossing partitions")
+                   help="simulate the partitioned write (a power of two; hzio.create(partitions=))")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--plot", metavar="DIR", help="also draw DIR/plan_aggregators.png: the aggregators of each level in "
-                   "rank space, with the default and the rank-conforming bitmask (matplotlib)")
+                   "rank space, with the default and the rank-conforming bitmask, and DIR/plan_partitions.png: the "
+                   "largest aggregation group and busiest aggregator against 1, 2, 4, 8, 16 (up to --partitions) "
+                   "partitions (matplotlib)")

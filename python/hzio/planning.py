@@ -35,9 +35,9 @@ def plan(shape: Sequence[int], *, grid: Sequence[int] | None = None, rank_boxes:
     ``bitmask`` (default: the dataset's default) or ``rank_conforming=True`` (the bitmask of
     :func:`hzio.rank_conforming_bitmask`), ``bits_per_block``, ``blocks_per_file``, ``placement``,
     ``aggregator_count`` and ``aggregator_bytes`` mean what they mean to :func:`hzio.create` with
-    ``comm``. ``partitions`` (a power of two) labels each rank with the partition its box starts in
-    (the partition template is the bitmask's first ``log2(partitions)`` characters), so the summary
-    counts the messages that cross partitions.
+    ``comm``. ``partitions`` (a power of two) simulates the partitioned write of ``hzio.create(...,
+    partitions=)``: the groups of ranks, the parts of boxes that straddle a partition plane moved to
+    their group's leader, every group's own plan, and the merge of the shared files.
 
     Returns the summary as a dict: ``ranks``, ``files``, ``chunks``, ``aggregators``, ``rounds``,
     ``round_bytes_max`` (an aggregator's memory per round), ``bytes``, ``bitmask``, ``rank_conforming``,
@@ -45,7 +45,12 @@ def plan(shape: Sequence[int], *, grid: Sequence[int] | None = None, rank_boxes:
     ``aggregators``, ``senders_max``/``senders_mean`` (ranks sending to one aggregator),
     ``messages``, ``messages_max``/``messages_mean`` (per aggregator; a message is what one rank sends
     one aggregator in one round), ``bytes``, ``bytes_max``/``bytes_mean``, ``cross_partition_messages``
-    and ``chunk_bytes_max``; with ``details``, also ``aggregator_ranks`` (ascending).
+    and ``chunk_bytes_max``; with ``details``, also ``aggregator_ranks`` (ascending). Over the whole
+    write: ``messages``, ``senders_max`` (the largest aggregation group) and ``messages_max`` (the busiest
+    aggregator's messages). Partitioned writes also give ``partitions``, ``groups`` (per group:
+    ``partition``, ``partitions``, ``ranks``, ``aggregators``, ``files``, ``messages`` and ``bytes``, the
+    sample bytes they move), ``moved_messages``/``moved_bytes`` and ``merge`` (``mergers``, ``files``,
+    ``messages``, ``bytes``); messages crossing partitions are those between groups.
     """
     if not hasattr(_core, "simulate_write_plan"):
         raise UnsupportedError("hzio plan needs hzio built with MPI (-Ccmake.define.HZIO_WITH_MPI=ON)")
@@ -101,6 +106,47 @@ def plot_aggregators(png: str, shape: Sequence[int], grid: Sequence[int], **opti
                      f"{'rank-conforming' if p['rank_conforming'] else 'not rank-conforming'}", fontsize=9)
     fig.suptitle(f"Aggregators in rank space per level: {'x'.join(map(str, shape))} over a {'x'.join(map(str, grid))} "
                  f"grid of ranks ({options.get('order', 'row-major')})", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+    return png
+
+
+def plot_partitions(png: str, shape: Sequence[int], grid: Sequence[int], counts: Sequence[int] = (1, 2, 4, 8, 16),
+                    **options: Any) -> str:
+    """Local. Draw the largest aggregation group and the busiest aggregator's messages against the partition
+    count (after seed 002's figures 12 and 13, in messages instead of seconds), with the merge's messages;
+    ``options`` as :func:`plan`. Counts the bitmask cannot take are left out. Writes ``png`` (matplotlib)
+    and returns its path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = []
+    for count in counts:
+        try:
+            rows.append((count, plan(shape, grid=grid, partitions=count, **options)))
+        except InvalidArgumentError:
+            continue
+    if not rows:
+        raise InvalidArgumentError(f"no partition count of {list(counts)} fits the bitmask")
+    xs = [c for c, _ in rows]
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    series = [("largest aggregation group (ranks)", "senders_max", "o-"),
+              ("busiest aggregator (messages)", "messages_max", "s-")]
+    for label, key, style in series:
+        ax.plot(xs, [p[key] for _, p in rows], style, label=label)
+    ax.plot(xs, [max(1, p["merge"]["messages"]) for _, p in rows], "^--", label="merge messages (all mergers)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(xs, [str(x) for x in xs])
+    ax.set_xlabel("partitions")
+    ax.set_ylabel("count")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    first = rows[0][1]
+    ax.set_title(f"{first['ranks']} ranks, {'x'.join(map(str, shape))}, bitmask {first['bitmask']}", fontsize=9)
     fig.tight_layout()
     fig.savefig(png, dpi=110)
     plt.close(fig)

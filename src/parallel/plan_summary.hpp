@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "hzio/plan.hpp"
+#include "hzorder/partition.hpp"
 #include "parallel/write_plan.hpp"
 
 namespace hzio::parallel {
@@ -18,6 +19,16 @@ PlanSummary summarize_write_plan(const format::IdxFile& idx, const hzorder::HzSp
                                  const std::vector<BoxInfo>& boxes, int ranks, const WritePlan& plan,
                                  const std::vector<int64_t>& sample_bytes, const std::vector<int>& partition_of_rank,
                                  bool details = false);
+
+// Local, pure. The summary of a partitioned write of one box per rank (every field): the groups, each
+// group's plan (make_write_plan over its ranks, after the parts of boxes straddling into other groups'
+// partitions moved to their leaders), and the merge of the shared files, as ParallelDataset's
+// partitioned flush makes them.
+PlanSummary summarize_partitioned_plan(const format::IdxFile& idx, const hzorder::HzSpace& space,
+                                       const std::vector<Box>& rank_boxes, const PlanOptions& options,
+                                       const std::vector<int64_t>& sample_bytes,
+                                       const std::vector<int64_t>& block_bytes, const hzorder::Partitions& parts,
+                                       bool details = false);
 
 // Local, pure. The partition (0 .. partitions - 1) of a sample: the top log2(partitions) bits of its Z
 // address under `bitmask` (the partition template is the bitmask's first log2(partitions) characters).

@@ -252,6 +252,8 @@ BENCH_CASES = {
     "uneven-vector-timesteps": (3, ["--global", "11,9,5", "--decomp", "1,1,3", "--dtype", "int16[2]", "--fields", 2,
                                     "--timesteps", 2, "--reps", 2, "--bits-per-block", 5, "--blocks-per-file", 4,
                                     "--placement", "uniform", "--aggregator-bytes", 200]),
+    "partitions": (2, ["--global", "32,32,32", "--decomp", "1,1,2", "--reps", 1, "--bits-per-block", 8,
+                       "--partitions", "1,2"]),
 }
 
 
@@ -267,9 +269,10 @@ def test_bench_write_under_mpiexec_checks_its_writes_and_reports(tmp_path, case)
     r = json.loads(out.read_text())
     assert {"benchmark", "ranks", "config", "bytes", "rank_bytes", "cases", "ratios", "verified", "load_before",
             "load_after", "mpi_library", "hzio_version"} <= set(r)
-    placements = r["config"]["placements"]
+    hzio_cases = {f"hzio_{p}" + (f"_p{n}" if n > 1 else ""): (p, n)
+                  for p in r["config"]["placements"] for n in r["config"]["partitions"]}
     assert r["ranks"] == ranks and r["verified"] is True
-    assert set(r["cases"]) == {"fpp", "shared"} | {f"hzio_{p}" for p in placements}
+    assert set(r["cases"]) == {"fpp", "shared"} | set(hzio_cases)
     _, scalar, comps = hzio.parse_dtype(r["config"]["dtype"])
     assert r["bytes"] == np.prod(r["config"]["global"]) * comps * scalar.itemsize * r["config"]["fields"] \
         * r["config"]["timesteps"]
@@ -277,10 +280,24 @@ def test_bench_write_under_mpiexec_checks_its_writes_and_reports(tmp_path, case)
         assert len(case_result["seconds"]) == r["config"]["reps"]
         assert case_result["min_s"] <= case_result["median_s"] <= case_result["max_s"]
         assert case_result["mib_per_s"] == pytest.approx(r["bytes"] / 2**20 / case_result["median_s"])
-    for p in placements:
-        hz = r["cases"][f"hzio_{p}"]
-        assert hz["verified"] is True and set(r["ratios"][f"hzio_{p}"]) == {"vs_fpp", "vs_shared"}
+    for name, (p, n) in hzio_cases.items():
+        hz = r["cases"][name]
+        assert hz["verified"] is True and set(r["ratios"][name]) == {"vs_fpp", "vs_shared"}
         rep = hz["report"]
         assert rep["ranks"] == ranks and rep["placement"] == p and rep["bytes"] == r["bytes"]
         assert {"write", "commit", "total"} <= set(rep["max"]) and set(rep["max"]) == set(rep["mean"])
         assert sum(lv["bytes"] for lv in rep["levels"]) == rep["file_bytes"]
+        part = hz["partitioning"]
+        assert rep["partitions"] == part["partitions"] == n and sum(part["ranks_per_group"]) == ranks
+        assert part["messages"] == rep["messages"] == \
+            part["group_messages"] + part["merge"]["messages"] + part["moved_messages"]
+        assert (len(rep["groups"]) == part["groups"]) if n > 1 else (rep["groups"] == [] and part["groups"] == 1)
+    if any(n > 1 for _, n in hzio_cases.values()):
+        assert "record messages between ranks by partition count" in proc.stdout
+
+
+@needs_mpi
+def test_bench_write_rejects_partition_counts_that_are_not_powers_of_two(tmp_path):
+    proc = run_mpi(1, "--global", "8,8,8", "--partitions", "1,3", cwd=tmp_path, script=WRITE_BENCH)
+    assert proc.returncode == 2 and "write_bench: error: --partitions expects comma-separated powers of two" \
+        in proc.stderr, (proc.stdout, proc.stderr)

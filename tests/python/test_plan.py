@@ -18,15 +18,31 @@ pytestmark = pytest.mark.skipif(not getattr(hzio._core, "with_mpi", False), reas
          placement="localized", order="row-major"),
     dict(grid=[2, 4, 1], side=8, fields=3, bits_per_block=5, blocks_per_file=8, aggregator_bytes=1 << 20,
          placement="uniform", order="morton"),
-], ids=["localized", "uniform"])
+    dict(grid=[2, 2, 2], side=8, fields=2, bits_per_block=5, blocks_per_file=2, aggregator_bytes=4096,
+         placement="localized", order="row-major", partitions=2, shift=3),
+    dict(grid=[1, 2, 4], side=8, fields=1, bits_per_block=4, blocks_per_file=4, aggregator_bytes=1 << 20,
+         placement="uniform", order="row-major", partitions=4, shift=2),
+    dict(grid=[2, 2, 2], side=8, fields=2, bits_per_block=6, blocks_per_file=1, aggregator_bytes=1 << 20,
+         placement="localized", order="morton", partitions=8),
+], ids=["localized", "uniform", "partitions2-straddling", "partitions4-straddling", "partitions8"])
 def test_simulated_plan_equals_the_plan_of_8_real_ranks(tmp_path, case):
     import mpi_launch
     mpi_launch.skip_module_without_mpi()
     result, describe = mpi_launch.run_json(8, "plan_vs_real", {"out": str(tmp_path), **case}, timeout=240)
     assert result is not None, describe
     real, sim = result["report"], result["simulated"]
-    for key in ("ranks", "aggregators", "rounds", "files", "rank_conforming"):
+    for key in ("ranks", "aggregators", "rounds", "files", "rank_conforming", "partitions", "messages",
+                "moved_messages"):
         assert sim[key] == real[key], (key, sim[key], real[key])
+    if case.get("partitions", 1) > 1:
+        # bytes: the plan counts sample bytes, the report message bytes (record headers included)
+        def strip(d):
+            return {k: v for k, v in dict(d).items() if k != "bytes"}
+        assert [strip(g) for g in sim["groups"]] == [strip(g) for g in real["groups"]]
+        assert strip(sim["merge"]) == strip(real["merge"])
+        assert all(0 < g["bytes"] <= r["bytes"] for g, r in zip(sim["groups"], real["groups"]) if g["messages"])
+        if case.get("shift"):
+            assert real["moved_messages"] > 0, "no box straddles a partition plane"
     real_blocks = {lv["level"]: lv["blocks"] for lv in real["levels"] if lv["blocks"]}
     sim_blocks = {lv["level"]: lv["blocks"] for lv in sim["levels"]}  # every field's blocks
     assert sim_blocks == real_blocks
@@ -96,3 +112,22 @@ def test_plot_shows_where_the_aggregators_sit(tmp_path):
     assert out.returncode == 0, out.stderr
     png = tmp_path / "plan_aggregators.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+    png = tmp_path / "plan_partitions.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_partitions_bound_aggregation_groups():
+    # 512 ranks of 16^3: without partitions the coarse file's aggregator hears from every other rank; with
+    # R partitions from the ranks of its group only, and the merge takes one message per group at most per
+    # shared file
+    opts = dict(grid=(8, 8, 8), bits_per_block=12, blocks_per_file=8)
+    base = hzio.plan((128, 128, 128), **opts)
+    assert base["senders_max"] == 511 and not base["groups"]
+    for r in (2, 4, 8, 16):
+        p = hzio.plan((128, 128, 128), partitions=r, **opts)
+        assert len(p["groups"]) == r and all(g["ranks"] == 512 // r for g in p["groups"])
+        assert p["senders_max"] == 512 // r - 1, (r, p["senders_max"])
+        assert p["files"] == base["files"] and p["bytes"] == base["bytes"]
+        assert p["merge"]["files"] == min(r, base["files"])
+        assert p["merge"]["messages"] <= p["merge"]["files"] * r
+        assert p["moved_messages"] == 0  # the 16^3 boxes never straddle the first 4 bitmask characters' planes
