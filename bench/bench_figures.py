@@ -18,6 +18,7 @@ import sys
 from bench_plot import (
     SPREAD_NOTE,
     caption,
+    colours_for,
     group_targets,
     new_figure,
     plain_log_axis,
@@ -264,20 +265,49 @@ def write_figure(plt, report):
     titles = {"fpp": "file per process", "shared": "shared file, MPI-IO"}
     names = [titles.get(c, c.replace("_", " ")) for c in cases]
     shape = "x".join(map(str, cfg["global"]))
-    fig, (ax_t, ax_r) = new_figure(plt, 2, f"Collective writes on {report['ranks']} ranks: {shape} {cfg['dtype']}, "
-                                           f"{cfg['fields']} field(s), {cfg['reps']} repetitions")
+    partitioned = [c for c in ratios if cases[c].get("partitioning", {}).get("partitions", 1) > 1]
+    fig, axes = new_figure(plt, 3 if partitioned else 2,
+                           f"Collective writes on {report['ranks']} ranks: {shape} {cfg['dtype']}, "
+                           f"{cfg['fields']} field(s), {cfg['reps']} repetitions")
+    ax_t, ax_r = axes[:2]
+    colours = colours_for(names)
+    if partitioned:  # a colour map per placement, darker with more partitions
+        maps = {"localized": plt.cm.Blues, "uniform": plt.cm.Purples}
+        placement = {c: cases[c]["report"]["placement"] for c in ratios}
+        for c, n in zip(cases, names):
+            if c in ratios:
+                same = [d for d in ratios if placement[d] == placement[c]]
+                colours[n] = maps.get(placement[c], plt.cm.Greys)(0.4 + 0.55 * same.index(c) / max(1, len(same) - 1))
     group = f"{report['bytes'] / MIB:.0f} MiB, fsync {'on' if cfg['fsync'] else 'off'}"
     spread_bars(ax_t, [group], names, {(group, n): cases[c]["seconds"] for c, n in zip(cases, names)},
-                "seconds (slowest rank, between barriers)")
+                "seconds (slowest rank, between barriers)", colours=colours)
     ax_t.set_title("time per write", fontsize=9)
     spread_bars(ax_r, ["x file per process", "x shared file"], [c.replace("_", " ") for c in ratios],
                 {(g, c.replace("_", " ")): ratios[c][k] for c in ratios
                  for g, k in (("x file per process", "vs_fpp"), ("x shared file", "vs_shared"))},
-                "hzio throughput / baseline throughput", annotate="{:.2f}")
+                "hzio throughput / baseline throughput", annotate="{:.2f}", colours=colours)
     reference_line(ax_r, 1.0, "as fast as the baseline")
     group_targets(ax_r, {0: 0.8}, "target vs file per process")
     ax_r.set_title("ratios of the medians (above 1: hzio is faster)", fontsize=9)
+    if partitioned:
+        _write_messages_panel(axes[2], {c: cases[c] for c in ratios})
     return fig, SPREAD_NOTE
+
+
+def _write_messages_panel(ax, hzio_cases):
+    """Record messages of each hzio case of write_bench's JSON by placement and partition count: within
+    groups, merging the shared files, and parts of boxes moved to another group."""
+    kinds = {"within groups": lambda s: s["group_messages"], "merge": lambda s: s["merge"]["messages"],
+             "moved": lambda s: s["moved_messages"]}
+    groups = {}
+    for c, case in hzio_cases.items():
+        n = case["partitioning"]["partitions"]
+        groups[c] = f"{case['report']['placement']}, {n} partition{'' if n == 1 else 's'}"
+    spread_bars(ax, list(groups.values()), list(kinds),
+                {(groups[c], k): count(hzio_cases[c]["partitioning"]) for c in groups for k, count in kinds.items()},
+                "record messages (all ranks)", annotate="{:.0f}",
+                colours=dict(zip(kinds, ("#1f77b4", "#ff7f0e", "#d62728"))))
+    ax.set_title("messages by partition count (write report of the median repetition)", fontsize=9)
 
 
 def hz_kernel_figure(plt, report):

@@ -3,8 +3,8 @@
 Run it with ``mpiexec -n N .venv/bin/python bench/write_bench.py ...`` (``-h`` lists the options). Each
 rank owns one box of a global array; every case
 writes the same bytes with the same fsync policy: file per process (``os.write`` per MiB), one shared
-file with MPI-IO collective writes, and hzio (``hzio.create(..., comm=...)``, one case per placement).
-Times are the maximum over ranks between two barriers; medians over the repetitions are reported.
+file with MPI-IO collective writes, and hzio (``hzio.create(..., comm=...)``, one case per placement and
+partition count). Times are the maximum over ranks between two barriers; medians over the repetitions are reported.
 """
 
 import argparse
@@ -40,6 +40,22 @@ def parse_ints(text, option):
     return values
 
 
+def parse_partitions(text):
+    """``"1,2,4"`` -> ``(1, 2, 4)``: the partition counts of ``--partitions``, powers of two, repeats dropped.
+
+    Examples
+    --------
+    >>> parse_partitions("1,4,2,4")
+    (1, 4, 2)
+    """
+    values = parse_ints(text, "--partitions")
+    bad = [n for n in values if n & (n - 1)]
+    if bad:
+        raise UsageError(f"--partitions expects comma-separated powers of two (1, 2, 4, ...), got {text!r} "
+                         f"({', '.join(map(str, bad))} {'is' if len(bad) == 1 else 'are'} not)")
+    return tuple(dict.fromkeys(values))
+
+
 def shape_text(shape):
     return " x ".join(map(str, shape))
 
@@ -58,8 +74,23 @@ def print_table(rows):
 
 PIECE_BYTES = MIB  # os.write size of the file-per-process baseline
 MPIIO_PIECE_BYTES = 1 << 30  # largest Write_at_all: MPI counts are C ints
-CASE_TITLES = {"fpp": "file per process", "shared": "shared file, MPI-IO", "hzio_localized": "hzio localized",
-               "hzio_uniform": "hzio uniform"}
+CASE_TITLES = {"fpp": "file per process", "shared": "shared file, MPI-IO"}
+
+
+def hzio_case(placement, partitions):
+    """The case name of an hzio write: ``hzio_<placement>``, then ``_p<R>`` for R > 1 partitions.
+
+    Examples
+    --------
+    >>> hzio_case("localized", 1), hzio_case("uniform", 4), case_title("hzio_uniform_p4")
+    ('hzio_localized', 'hzio_uniform_p4', 'hzio uniform p4')
+    """
+    return f"hzio_{placement}" + (f"_p{partitions}" if partitions > 1 else "")
+
+
+def case_title(name):
+    """How the output names a case: the baselines by their titles, ``hzio_localized_p2`` as ``hzio localized p2``."""
+    return CASE_TITLES.get(name, name.replace("_", " "))
 
 
 def near_cubic_decomp(ranks, shape):
@@ -151,8 +182,9 @@ def write_shared(MPI, comm, path, arrays, offset, pieces, fsync):
         fh.Close()
 
 
-def write_hzio(comm, path, cfg, box, arrays, placement):
-    """hzio: collective create, one ``write`` per field and timestep, close (flush, fsync, commit).
+def write_hzio(comm, path, cfg, box, arrays, placement, partitions):
+    """hzio: collective create (``partitions`` as given), one ``write`` per field and timestep, close (flush,
+    fsync, commit).
 
     Returns the close's write report, as plain dicts (for the JSON output).
     """
@@ -161,7 +193,7 @@ def write_hzio(comm, path, cfg, box, arrays, placement):
                      codec=cfg["codec"], layout=cfg["layout"], bits_per_block=cfg["bits_per_block"],
                      blocks_per_file=cfg["blocks_per_file"], times=times, overwrite=True, durable=cfg["fsync"],
                      threads=cfg["threads"], comm=comm, placement=placement, aggregator_count=cfg["aggregator_count"],
-                     aggregator_bytes=cfg["aggregator_bytes"]) as ds:
+                     aggregator_bytes=cfg["aggregator_bytes"], partitions=partitions) as ds:
         for (field, t), a in arrays.items():
             ds.write(a, offset=box[0], field=field, time=t, copy=cfg["copy"])
     return dataclasses.asdict(ds.last_write_report)
@@ -227,14 +259,15 @@ def _config(args, ranks):
     for option, value in (("--fields", args.fields), ("--timesteps", args.timesteps), ("--reps", args.reps)):
         if value < 1:
             raise UsageError(f"{option} must be at least 1, got {value}")
+    partitions = parse_partitions(args.partitions)
     hzio.parse_dtype(args.dtype)
     cfg = {k: getattr(args, k) for k in ("fields", "dtype", "timesteps", "codec", "layout", "bits_per_block",
                                          "blocks_per_file", "aggregator_count", "aggregator_bytes", "fsync", "copy",
                                          "reps")}
     # One encode thread per rank: the ranks share the cores, and the baselines write from one thread.
     cfg.update({"global": shape, "decomp": tuple(decomp), "field_names": [f"f{i}" for i in range(args.fields)],
-                "placements": ["localized", "uniform"] if args.placement == "both" else [args.placement], "threads": 1,
-                "dir": os.path.abspath(args.dir)})
+                "placements": ["localized", "uniform"] if args.placement == "both" else [args.placement],
+                "partitions": partitions, "threads": 1, "dir": os.path.abspath(args.dir)})
     return cfg
 
 
@@ -267,13 +300,15 @@ def bench_write(args):
     JSON keys: ``benchmark`` ("write"), ``hzio_version``, ``mpi_library``, ``host``, ``cpu_count``,
     ``load_before``/``load_after`` (1, 5, 15 min load averages), ``ranks``, ``config`` (the options, with
     ``global`` and ``decomp`` in [z, y, x]), ``bytes`` (all ranks), ``rank_bytes`` (min, max), ``cases``
-    (``fpp``, ``shared``, ``hzio_<placement>``: ``seconds`` per rep, ``median_s``, ``min_s``, ``max_s``,
-    ``mib_per_s``; hzio cases add ``report``, the write report of the median rep, and ``verified``),
-    ``ratios`` (``hzio_<placement>``: ``vs_fpp``, ``vs_shared``, of MiB/s) and ``verified``.
+    (``fpp``, ``shared``, and ``hzio_<placement>`` with ``_p<R>`` appended for R > 1 partitions: ``seconds``
+    per rep, ``median_s``, ``min_s``, ``max_s``, ``mib_per_s``; hzio cases add ``report``, the write report
+    of the median rep, ``partitioning`` (:func:`partition_summary` of that report) and ``verified``),
+    ``ratios`` (each hzio case: ``vs_fpp``, ``vs_shared``, of MiB/s) and ``verified``.
 
     Examples
     --------
     ``mpiexec -n 4 .venv/bin/python bench/write_bench.py --global 512,512,512 --placement both --json write.json``
+    ``mpiexec -n 8 .venv/bin/python bench/write_bench.py --global 256,256,256 --partitions 1,2,4``
     """
     MPI, comm = _mpi()
     cfg = _config(args, comm.Get_size())
@@ -316,16 +351,19 @@ def _remove(path):
 
 
 def _cases(MPI, comm, cfg, run_dir, box, arrays):
-    """Return ``({case: operation}, {case: path})`` for the baselines and each hzio placement."""
+    """Return ``({case: operation}, {case: path})`` for the baselines and each hzio placement and partition
+    count."""
     rank, buffers = comm.Get_rank(), list(arrays.values())
     offset = comm.exscan(sum(a.nbytes for a in buffers)) or 0  # None on rank 0
     pieces = comm.allreduce(max(1, -(-max(a.nbytes for a in buffers) // MPIIO_PIECE_BYTES)), op=MPI.MAX)
     paths = {"fpp": os.path.join(run_dir, "fpp"), "shared": os.path.join(run_dir, "shared.bin")}
     ops = {"fpp": lambda: write_fpp(os.path.join(paths["fpp"], f"rank{rank:05d}.bin"), buffers, cfg["fsync"]),
            "shared": lambda: write_shared(MPI, comm, paths["shared"], buffers, offset, pieces, cfg["fsync"])}
-    for p in cfg["placements"]:
-        paths[f"hzio_{p}"] = os.path.join(run_dir, f"hzio_{p}.idx")
-        ops[f"hzio_{p}"] = lambda p=p: write_hzio(comm, paths[f"hzio_{p}"], cfg, box, arrays, p)
+    for placement, partitions in itertools.product(cfg["placements"], cfg["partitions"]):
+        name = hzio_case(placement, partitions)
+        paths[name] = os.path.join(run_dir, f"{name}.idx")
+        ops[name] = lambda name=name, placement=placement, partitions=partitions: write_hzio(
+            comm, paths[name], cfg, box, arrays, placement, partitions)
     return ops, paths
 
 
@@ -363,12 +401,44 @@ def _summary(seconds, total_bytes):
             "mib_per_s": total_bytes / MIB / median}
 
 
+def partition_summary(rep):
+    """The partitioning of a write report (a dict): groups, record messages, the merge and the moves.
+
+    Returns
+    -------
+    dict
+        ``partitions``; ``groups`` and ``ranks_per_group`` (without partitions the ranks form one group);
+        ``messages`` and ``message_bytes`` (all ranks); ``group_messages`` (within groups, summed),
+        ``group_max_messages`` and ``group_max_bytes`` (the most in one group); ``merge`` (``mergers``,
+        ``files``, ``messages``, ``bytes``); ``moved_messages`` and ``moved_bytes``.
+
+    Examples
+    --------
+    >>> rep = {"ranks": 4, "partitions": 2, "messages": 9, "message_bytes": 900, "moved_messages": 1,
+    ...        "moved_bytes": 50, "merge": {"mergers": 1, "files": 2, "messages": 2, "bytes": 250},
+    ...        "groups": [{"ranks": 2, "messages": 4, "bytes": 400}, {"ranks": 2, "messages": 2, "bytes": 200}]}
+    >>> s = partition_summary(rep)
+    >>> s["groups"], s["ranks_per_group"], s["group_messages"], s["group_max_messages"], s["group_max_bytes"]
+    (2, [2, 2], 6, 4, 400)
+    """
+    groups = list(rep["groups"]) or [{"ranks": rep["ranks"], "messages": rep["messages"],
+                                      "bytes": rep["message_bytes"]}]
+    return {"partitions": rep["partitions"], "groups": len(groups), "ranks_per_group": [g["ranks"] for g in groups],
+            "messages": rep["messages"], "message_bytes": rep["message_bytes"],
+            "group_messages": sum(g["messages"] for g in groups),
+            "group_max_messages": max(g["messages"] for g in groups),
+            "group_max_bytes": max(g["bytes"] for g in groups),
+            "merge": {k: rep["merge"][k] for k in ("mergers", "files", "messages", "bytes")},
+            "moved_messages": rep["moved_messages"], "moved_bytes": rep["moved_bytes"]}
+
+
 def _result(MPI, comm, cfg, seconds, reports, problems, total, byte_range, load_before):
     cases = {name: _summary(s, total) for name, s in seconds.items()}
     ratios = {}
     for name, reps in reports.items():
         order = sorted(range(len(seconds[name])), key=seconds[name].__getitem__)
         cases[name]["report"] = reps[order[(len(order) - 1) // 2]]  # the median rep (the faster one of two)
+        cases[name]["partitioning"] = partition_summary(cases[name]["report"])
         cases[name]["verified"] = not problems[name]
         cases[name]["problems"] = problems[name]
         ratios[name] = {"vs_fpp": cases[name]["mib_per_s"] / cases["fpp"]["mib_per_s"],
@@ -392,6 +462,7 @@ def print_bench(r):
         ("hzio options", f"codec {c['codec']}, layout {c['layout']}, threads {c['threads']}, bits_per_block "
                          f"{c['bits_per_block'] or 'default'}, blocks_per_file {c['blocks_per_file'] or 'default'}, "
                          f"aggregator_count {c['aggregator_count']}, aggregator_bytes {c['aggregator_bytes']}, "
+                         f"partitions {', '.join(map(str, c['partitions']))}, "
                          f"write copies {'yes' if c.get('copy', True) else 'no (copy=False)'}"),
         ("bytes", f"{r['bytes'] / MIB:.1f} MiB in all, {r['rank_bytes'][0] / MIB:.1f} to "
                   f"{r['rank_bytes'][1] / MIB:.1f} MiB per rank; fsync {'on' if c['fsync'] else 'off'}"),
@@ -402,20 +473,24 @@ def print_bench(r):
     rows = [["case", "median s", "min s", "max s", "MiB/s", "x fpp", "x shared"]]
     for name, case in r["cases"].items():
         ratio = r["ratios"].get(name)
-        rows.append([CASE_TITLES.get(name, name), f"{case['median_s']:.3f}", f"{case['min_s']:.3f}",
+        rows.append([case_title(name), f"{case['median_s']:.3f}", f"{case['min_s']:.3f}",
                      f"{case['max_s']:.3f}", f"{case['mib_per_s']:.1f}",
                      f"{ratio['vs_fpp']:.2f}" if ratio else "-", f"{ratio['vs_shared']:.2f}" if ratio else "-"])
     print()
     print_table(rows)
+    if any(n > 1 for n in c["partitions"]):
+        for placement in c["placements"]:
+            _print_partitioning(placement, {n: r["cases"][hzio_case(placement, n)]["partitioning"]
+                                            for n in c["partitions"]})
     for name in r["ratios"]:
-        _print_report(CASE_TITLES.get(name, name), r["cases"][name]["report"])
+        _print_report(case_title(name), r["cases"][name]["report"])
     print()
     for name in r["ratios"]:
         problems = r["cases"][name]["problems"]
-        print(f"read-back check, {CASE_TITLES.get(name, name)}: " + ("FAIL" if problems else
+        print(f"read-back check, {case_title(name)}: " + ("FAIL" if problems else
               "OK (every rank read its box collectively and found what it wrote)"))
         for p in problems:
-            print(f"FAIL: {CASE_TITLES.get(name, name)} read back wrong data: {p}", file=sys.stderr)
+            print(f"FAIL: {case_title(name)} read back wrong data: {p}", file=sys.stderr)
 
 
 def _count(n, noun):
@@ -424,6 +499,29 @@ def _count(n, noun):
 
 def _load(triple):
     return " ".join(f"{v:.2f}" for v in triple)
+
+
+def _print_partitioning(placement, summaries):
+    """One column per partition count (``{count: partition_summary}``): groups, messages, merge and moves."""
+    def mib(b):
+        return f"{b / MIB:.2f}"
+
+    def spread(values):
+        return str(values[0]) if min(values) == max(values) else f"{min(values)}-{max(values)}"
+
+    rows = {"groups (ranks each)": lambda s: f"{s['groups']} ({spread(s['ranks_per_group'])})",
+            "messages, all ranks": lambda s: str(s["messages"]),
+            "MiB, all ranks": lambda s: mib(s["message_bytes"]),
+            "messages, most in a group": lambda s: str(s["group_max_messages"]),
+            "MiB, most in a group": lambda s: mib(s["group_max_bytes"]),
+            "merge: mergers, files": lambda s: f"{s['merge']['mergers']}, {s['merge']['files']}",
+            "merge: messages": lambda s: str(s["merge"]["messages"]),
+            "merge: MiB": lambda s: mib(s["merge"]["bytes"]),
+            "moved: messages": lambda s: str(s["moved_messages"]),
+            "moved: MiB": lambda s: mib(s["moved_bytes"])}
+    print(f"\nhzio {placement}, record messages between ranks by partition count (write report of the median rep):")
+    print_table([["", *(_count(n, "partition") for n in summaries)]]
+                + [[label, *map(cell, summaries.values())] for label, cell in rows.items()])
 
 
 def _print_report(title, rep):
@@ -446,7 +544,9 @@ def build_parser():
                     "(collective create, write, close) and, with the same bytes and fsync policy, to a file of its\n"
                     "own (os.write per MiB) and to one shared file (MPI-IO Write_at_all). Prints the median time\n"
                     "(slowest rank, between barriers) and MiB/s of each case, hzio's ratios to the baselines, and\n"
-                    "hzio's write report (phases, levels). Every rank then reads its box back and compares.")
+                    "hzio's write report (phases, levels); with --partitions, each hzio case once per partition\n"
+                    "count, with its groups, record messages, merge and moves. Every rank then reads its box back\n"
+                    "and compares.")
     w.add_argument("--global", dest="global_shape", metavar="Z,Y,X", default="512,512,512",
                    help="global array shape in [z, y, x] order (default: 512,512,512)")
     w.add_argument("--decomp", metavar="PZ,PY,PX",
@@ -460,6 +560,9 @@ def build_parser():
     w.add_argument("--blocks-per-file", metavar="N", type=int, help="blocks per data file (default: OpenVisus's)")
     w.add_argument("--placement", default="localized", choices=["localized", "uniform", "both"],
                    help="aggregator placement; both runs the two in the same run (default: localized)")
+    w.add_argument("--partitions", metavar="LIST", default="1",
+                   help="partition counts (powers of two, comma-separated): each hzio case runs once per count, "
+                        "as hzio_<placement>_p<R> for R > 1 (default: 1, no partitioning)")
     w.add_argument("--aggregator-count", metavar="N", type=int, default=0, help="cap on aggregators (default: 0, none)")
     w.add_argument("--aggregator-bytes", metavar="BYTES", type=int, default=256 << 20,
                    help="memory an aggregator may take per round (default: 268435456)")
