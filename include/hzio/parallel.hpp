@@ -16,6 +16,13 @@ namespace hzio {
 
 enum class AggregatorPlacement { kLocalized, kUniform };
 
+// Where partitions index their samples (ParallelOptions::partitions > 1).
+enum class IndexSpace {
+  kGlobal,  // one dataset; its files are those of an unpartitioned write
+  kLocal,   // one dataset per partition, with the bitmask's characters after the partition template, and
+            // an OpenVisus .midx mosaic placing them (docs/guide/parallel-io.md "Partitions")
+};
+
 struct ParallelOptions {
   // kLocalized: a file's aggregator is one of the ranks holding its samples, balanced over ranks;
   // kUniform: aggregators spread evenly over the rank space regardless of data (for comparison).
@@ -32,6 +39,10 @@ struct ParallelOptions {
   // files are merged by one rank each. The files are byte-identical to an unpartitioned write
   // (docs/guide/parallel-io.md "Partitions"). 1: one group of every rank.
   int partitions = 1;
+  // kLocal: create() writes the .midx next to `path` ("sim.idx" gives "sim.midx", "sim_p0.idx", ...) and
+  // no .idx at `path`; open() takes the .midx (or that path). Collective reads are refused: read the
+  // mosaic with Python's hzio.open, or each part's dataset.
+  IndexSpace index_space = IndexSpace::kGlobal;
 };
 
 class ParallelDataset {
@@ -75,7 +86,9 @@ class ParallelDataset {
 
   // Local. The dataset as this rank sees it: metadata, and Local reads of committed data through
   // Dataset's own (Local) calls; collective reads only through read_box above. Writes go through this
-  // object only: never call write_box, flush, close or abandon of the returned Dataset.
+  // object only: never call write_box, flush, close or abandon of the returned Dataset. In local index
+  // space: the dataset of the first partition the domain reaches (its fields and timesteps are the
+  // mosaic's; its box is its own).
   Dataset& dataset();
   // Local. The communicator the dataset's Collective calls run over (a duplicate of the one given).
   MPI_Comm comm() const;

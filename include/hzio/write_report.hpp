@@ -68,6 +68,7 @@ struct WriteReport {
   int64_t message_bytes = 0;  // their bytes
   // Partitioned writes (ParallelOptions::partitions > 1); 1 and empty otherwise.
   int partitions = 1;
+  std::string index_space = "global";  // "local": one dataset per partition (levels then stay empty)
   std::vector<PartitionGroupReport> groups;
   MergeReport merge;
   int64_t moved_messages = 0;  // parts of boxes straddling a partition plane, sent to another group

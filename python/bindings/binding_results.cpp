@@ -165,6 +165,7 @@ void bind_reports(nb::module_& m) {
       .def_ro("messages", &WriteReport::messages, "Record messages between ranks.")
       .def_ro("message_bytes", &WriteReport::message_bytes, "Bytes of those messages.")
       .def_ro("partitions", &WriteReport::partitions, "Partitions of a partitioned write (1 otherwise).")
+      .def_ro("index_space", &WriteReport::index_space, "global, or local: one dataset per partition.")
       .def_ro("groups", &WriteReport::groups, "Per group of a partitioned write.")
       .def_ro("merge", &WriteReport::merge, "The merge of a partitioned write's shared files.")
       .def_ro("moved_messages", &WriteReport::moved_messages, "Parts of boxes sent to another partition's group.")
@@ -175,7 +176,7 @@ void bind_reports(nb::module_& m) {
   def_repr(
       write, "WriteReport",
       {"ranks", "aggregators", "rounds", "placement", "bytes", "file_bytes", "files", "rank_conforming", "messages",
-       "message_bytes", "partitions", "groups", "merge", "moved_messages", "moved_bytes", "max", "mean", "levels"});
+       "message_bytes", "partitions", "index_space", "groups", "merge", "moved_messages", "moved_bytes", "max", "mean", "levels"});
 
   nb::class_<QueryResult> query(m, "QueryResult",
                                 "The matches of a value-range query; the arrays are views of its buffers.");

@@ -154,6 +154,7 @@ class WriteReport(_Result):
     messages: int  #: record messages between ranks (MPI point-to-point), all ranks
     message_bytes: int
     partitions: int  #: partitions of a partitioned write, else 1
+    index_space: str  #: ``"global"``, or ``"local"`` (one dataset per partition; ``levels`` stays empty)
     groups: tuple[PartitionGroupReport, ...]  #: per group of a partitioned write
     merge: MergeReport  #: the merge of a partitioned write's shared files
     moved_messages: int  #: parts of boxes straddling a partition plane, sent to another group

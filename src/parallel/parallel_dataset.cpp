@@ -26,9 +26,7 @@ namespace hzio {
 
 using parallel::agree;
 
-namespace {
-
-Result<std::unique_ptr<ParallelDataset::Impl>> make_impl(MPI_Comm comm, const ParallelOptions& options) {
+Result<std::unique_ptr<ParallelDataset::Impl>> make_parallel_impl(MPI_Comm comm, const ParallelOptions& options) {
   if (options.partitions < 1 || (options.partitions & (options.partitions - 1)) != 0) {
     return invalid_argument("partitions must be a power of two, got " + std::to_string(options.partitions));
   }
@@ -45,6 +43,8 @@ Result<std::unique_ptr<ParallelDataset::Impl>> make_impl(MPI_Comm comm, const Pa
   impl->options_ = options;
   return impl;
 }
+
+namespace {
 
 // Whether the dataset's bitmask has the characters the partitions need.
 Status check_partitions(ParallelDataset::Impl& impl) {
@@ -77,7 +77,9 @@ ParallelDataset::~ParallelDataset() {
 Result<std::unique_ptr<ParallelDataset>> ParallelDataset::create(MPI_Comm comm, const std::string& path,
                                                                  const CreateOptions& options,
                                                                  const ParallelOptions& parallel) {
-  HZIO_ASSIGN_OR_RETURN(auto impl, make_impl(comm, parallel));
+  if (parallel.index_space == IndexSpace::kLocal && parallel.partitions > 1)
+    return Impl::create_mosaic(comm, path, options, parallel);
+  HZIO_ASSIGN_OR_RETURN(auto impl, make_parallel_impl(comm, parallel));
   OpenOptions open{.writable = true,
                    .durable = parallel.durable,
                    .threads = parallel.threads,
@@ -105,7 +107,16 @@ Result<std::unique_ptr<ParallelDataset>> ParallelDataset::create(MPI_Comm comm, 
 
 Result<std::unique_ptr<ParallelDataset>> ParallelDataset::open(MPI_Comm comm, const std::string& path,
                                                                const ParallelOptions& parallel, bool writable) {
-  HZIO_ASSIGN_OR_RETURN(auto impl, make_impl(comm, parallel));
+  // A mosaic: the .midx, or the path a local-index-space create was given (no .idx there, a .midx next to it).
+  const std::string midx = format::mosaic_path(path);
+  if (path.ends_with(".midx") || (!io::file_exists(path) && io::file_exists(midx))) {
+    if (!writable) {
+      return unsupported("collective reads of " + midx +
+                         " (partitions in local index space): read it with hzio.open, or each part's dataset");
+    }
+    return Impl::open_mosaic(comm, midx, parallel);
+  }
+  HZIO_ASSIGN_OR_RETURN(auto impl, make_parallel_impl(comm, parallel));
   auto ds = Dataset::open(path, {.writable = writable,
                                  .durable = parallel.durable,
                                  .threads = parallel.threads,
@@ -125,6 +136,11 @@ Status ParallelDataset::read_box(const Box& box, int level, std::string_view fie
   ReadReport local;
   core::DatasetParts d = impl_->ds();
   MPI_Comm comm = impl_->comm_;
+  if (impl_->mosaic_) {
+    return agree(comm, unsupported("collective reads of " + impl_->mosaic_->midx +
+                                   " (partitions in local index space): read it with hzio.open, or each part's "
+                                   "dataset"));
+  }
   // Every rank reads one state of the dataset: the same .idx version at the start, and no commit
   // publishing until every rank is done (docs/design/commit.md "Atomic rewrites").
   for (int attempt = 1;; ++attempt) {
@@ -165,7 +181,14 @@ Status ParallelDataset::Impl::stage(const Box& box, std::string_view field, int6
   core::DatasetParts d = ds();
   int f = 0;
   HZIO_RETURN_IF_ERROR(d.check_field_time(field, time, true, f));
-  HZIO_RETURN_IF_ERROR(d.check_box(box, "write"));
+  if (mosaic_) {
+    if (box.empty() || !mosaic_->box.contains(box)) {
+      return invalid_argument("write box " + box.to_string() + " is empty or not inside the dataset box " +
+                              mosaic_->box.to_string());
+    }
+  } else {
+    HZIO_RETURN_IF_ERROR(d.check_box(box, "write"));
+  }
   const size_t want = static_cast<size_t>(box.sample_count()) * d.coding[f].dtype.bytes();
   if (size_bytes != want) {
     return invalid_argument("write of box " + box.to_string() + " needs " + std::to_string(want) + " bytes of " +
@@ -468,12 +491,12 @@ WriteReport ParallelDataset::Impl::reduce(const parallel::WritePlan& plan, const
 
 Result<WriteReport> ParallelDataset::flush() {
   if (impl_->closed_) return invalid_argument("dataset " + impl_->ds().path + " is closed");
-  return impl_->flush();
+  return impl_->mosaic_ ? impl_->flush_mosaic() : impl_->flush();
 }
 
 Status ParallelDataset::close() {
   if (impl_->closed_) return invalid_argument("dataset is closed");
-  auto r = impl_->flush();
+  auto r = impl_->mosaic_ ? impl_->flush_mosaic() : impl_->flush();
   impl_->closed_ = true;
   impl_->dataset_->abandon();
   return r.status();

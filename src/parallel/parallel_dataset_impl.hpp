@@ -10,6 +10,7 @@
 
 #include "core/dataset_parts.hpp"
 #include "core/write_tally.hpp"
+#include "format/mosaic.hpp"
 #include "hzio/parallel.hpp"
 #include "hzorder/partition.hpp"
 #include "parallel/partition_plan.hpp"
@@ -66,6 +67,26 @@ class ParallelDataset::Impl {
   };
   std::unique_ptr<Partitioned> part_;
 
+  // Local index space: the mosaic and each partition's dataset.
+  struct Mosaic {
+    std::string midx;                     // the .midx path
+    format::MosaicFile file;              // its contents
+    std::vector<std::string> part_paths;  // per partition: its dataset's path, "" where the domain misses it
+    Box box;                              // the whole domain
+  };
+  std::unique_ptr<Mosaic> mosaic_;
+  // Collective. create()/open() in local index space.
+  static Result<std::unique_ptr<ParallelDataset>> create_mosaic(MPI_Comm comm, const std::string& path,
+                                                                const CreateOptions& options,
+                                                                const ParallelOptions& parallel);
+  static Result<std::unique_ptr<ParallelDataset>> open_mosaic(MPI_Comm comm, const std::string& midx,
+                                                              const ParallelOptions& parallel);
+  // Collective. flush() in local index space: after the partitions and groups (partition_staged), each
+  // group writes its partitions' datasets, one collective write each over the group.
+  Result<WriteReport> flush_mosaic();
+  // The partitions of this dataset: of the mosaic in local index space, else of the dataset's bitmask.
+  Result<hzorder::Partitions> partitions();
+
   core::DatasetParts ds() { return core::DatasetParts(*dataset_); }
   Status stage(const Box& box, std::string_view field, int64_t time, const void* data, size_t size_bytes, bool borrow);
   Result<WriteReport> flush();
@@ -105,5 +126,12 @@ class ParallelDataset::Impl {
                 bool writes_idx, core::WriteTally& t);
   WriteReport reduce(const parallel::WritePlan& plan, const core::WriteTally& t, int64_t bytes);
 };
+
+// Local. Copies the samples of `part` (inside `box`) of a dense x-fastest array of `sample_bytes`
+// samples into `out`, densely.
+void copy_box_part(const std::byte* data, const Box& box, const Box& part, size_t sample_bytes, std::byte* out);
+
+// Local. A new ParallelDataset::Impl over a duplicate of `comm`. Errors: partitions not a power of two.
+Result<std::unique_ptr<ParallelDataset::Impl>> make_parallel_impl(MPI_Comm comm, const ParallelOptions& options);
 
 }  // namespace hzio

@@ -193,6 +193,81 @@ TEST(ParallelWrite, PartitionedWritesAreByteIdenticalToOneProcess) {
   }
 }
 
+// Partitions in local index space: one dataset per partition holds exactly the samples of its partition
+// box, in its own coordinates, and the mosaic can be reopened to write a second timestep.
+TEST(ParallelWrite, LocalIndexSpaceWritesOneDatasetPerPartition) {
+  const Point dims{37, 21, 13};
+  const std::string path = g_dir + "/local.idx";
+  CreateOptions o;
+  o.dims = {dims[0], dims[1], dims[2]};
+  o.fields = {{"temp", {Scalar::kFloat32, 1}, "zip", Layout::kHzOrder, 0}};
+  o.bits_per_block = 6;
+  o.blocks_per_file = 4;
+  o.times = {0, 1};
+  o.overwrite = true;
+  for (int partitions : {2, 4, 8}) {
+    ParallelOptions po;
+    po.partitions = partitions;
+    po.index_space = IndexSpace::kLocal;
+    std::mt19937 rng(77 + partitions);
+    std::vector<Box> boxes;
+    split({{0, 0, 0}, dims}, rng, 4, boxes);
+    std::vector<int> owner;
+    for (size_t i = 0; i < boxes.size(); ++i) owner.push_back(static_cast<int>(rng() % static_cast<unsigned>(g_size)));
+    const auto t0 = values<float>(dims, 1, partitions), t1 = values<float>(dims, 1, partitions + 50);
+    {
+      auto ds = ParallelDataset::create(MPI_COMM_WORLD, path, o, po);
+      ASSERT_TRUE(ds.is_ok()) << ds.status().to_string();
+      for (size_t i = 0; i < boxes.size(); ++i) {
+        if (owner[i] != g_rank) continue;
+        auto t = sub(t0, dims, boxes[i], 1);
+        ASSERT_TRUE(ds.value()->write_box(boxes[i], "temp", 0, t.data(), t.size() * 4).is_ok());
+      }
+      auto report = ds.value()->flush();
+      ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+      EXPECT_EQ(report->index_space, "local");
+      EXPECT_EQ(report->partitions, partitions);
+      EXPECT_GT(report->files, 0);
+      std::vector<float> none(1);
+      EXPECT_EQ(ds.value()->read_box({{0, 0, 0}, {1, 1, 1}}, -1, "temp", 0, none.data(), 4).code(),
+                ErrorCode::kUnsupported);
+      ASSERT_TRUE(ds.value()->close().is_ok());
+    }
+    {
+      auto ds = ParallelDataset::open(MPI_COMM_WORLD, g_dir + "/local.midx", {}, true);
+      ASSERT_TRUE(ds.is_ok()) << ds.status().to_string();
+      const Box mine{{0, 0, dims[2] * g_rank / g_size}, {dims[0], dims[1], dims[2] * (g_rank + 1) / g_size}};
+      auto t = sub(t1, dims, mine, 1);
+      if (!mine.empty()) ASSERT_TRUE(ds.value()->write_box(mine, "temp", 1, t.data(), t.size() * 4).is_ok());
+      ASSERT_TRUE(ds.value()->close().is_ok());
+    }
+    if (g_rank == 0) {
+      const std::string midx = slurp(g_dir + "/local.midx");
+      int parts = 0;
+      for (size_t at = midx.find("hzio_partition=\""); at != std::string::npos;
+           at = midx.find("hzio_partition=\"", at + 1)) {
+        const int p = std::stoi(midx.substr(at + 16));
+        const size_t off = midx.rfind("offset=\"", at);
+        std::istringstream in(midx.substr(off + 8));
+        Point lo{0, 0, 0};
+        in >> lo[0] >> lo[1] >> lo[2];
+        auto part = Dataset::open(g_dir + "/local_p" + std::to_string(p) + ".idx");
+        ASSERT_TRUE(part.is_ok()) << part.status().to_string();
+        const Point pd{part.value()->dims()[0], part.value()->dims()[1], part.value()->dims()[2]};
+        const Box global{lo, {lo[0] + pd[0], lo[1] + pd[1], lo[2] + pd[2]}};
+        for (int time : {0, 1}) {
+          std::vector<float> got(static_cast<size_t>(global.sample_count()));
+          ASSERT_TRUE(part.value()->read_box({{0, 0, 0}, pd}, -1, "temp", time, got.data(), got.size() * 4).is_ok());
+          EXPECT_EQ(got, sub(time == 0 ? t0 : t1, dims, global, 1)) << "partition " << p << " time " << time;
+        }
+        ++parts;
+      }
+      EXPECT_EQ(parts, partitions);  // every partition of 37 x 21 x 13 holds samples
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+}
+
 // A dataset of one float32 field "a" in HZ order, replacing any older one.
 CreateOptions float_field(const Point& dims, const std::string& codec, int bpb, int64_t bpf) {
   CreateOptions o;

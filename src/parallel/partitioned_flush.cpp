@@ -25,8 +25,15 @@ constexpr int64_t kMergeChunkBytes = int64_t{16} << 20;  // decoded bytes a merg
 
 int64_t padded(int64_t n) { return (n + 7) & ~int64_t{7}; }
 
-// Copies the samples of `part` (inside `box`) of a dense x-fastest array into `out`.
-void copy_part(const std::byte* data, const Box& box, const Box& part, size_t sample_bytes, std::byte* out) {
+// A part sent to another group: field, time, box (x first) and the samples' bytes, then the samples.
+constexpr size_t kPartHeader = 9 * sizeof(int64_t);
+
+// A shared file's records one group sends its merger: time, first block, group and the records' bytes.
+constexpr size_t kSegmentHeader = 4 * sizeof(int64_t);
+
+}  // namespace
+
+void copy_box_part(const std::byte* data, const Box& box, const Box& part, size_t sample_bytes, std::byte* out) {
   const auto row = static_cast<size_t>(part.extent(0)) * sample_bytes;
   for (int64_t z = part.lo[2]; z < part.hi[2]; ++z)
     for (int64_t y = part.lo[1]; y < part.hi[1]; ++y) {
@@ -36,13 +43,14 @@ void copy_part(const std::byte* data, const Box& box, const Box& part, size_t sa
     }
 }
 
-// A part sent to another group: field, time, box (x first) and the samples' bytes, then the samples.
-constexpr size_t kPartHeader = 9 * sizeof(int64_t);
-
-// A shared file's records one group sends its merger: time, first block, group and the records' bytes.
-constexpr size_t kSegmentHeader = 4 * sizeof(int64_t);
-
-}  // namespace
+Result<hzorder::Partitions> ParallelDataset::Impl::partitions() {
+  if (mosaic_) {
+    HZIO_ASSIGN_OR_RETURN(format::Bitmask bitmask, format::Bitmask::parse(mosaic_->file.bitmask));
+    return hzorder::Partitions::make(bitmask, mosaic_->file.bits_per_block, mosaic_->box, mosaic_->file.partitions);
+  }
+  const core::DatasetParts d = ds();
+  return hzorder::Partitions::make(d.idx.bitmask, d.idx.bits_per_block, d.idx.box, options_.partitions);
+}
 
 ParallelDataset::Impl::Partitioned::~Partitioned() {
   if (group_comm != MPI_COMM_NULL) MPI_Comm_free(&group_comm);
@@ -52,7 +60,7 @@ ParallelDataset::Impl::Partitioned::~Partitioned() {
 Status ParallelDataset::Impl::partition_staged(core::WriteTally& t) {
   (void)t;
   core::DatasetParts d = ds();
-  auto made = hzorder::Partitions::make(d.idx.bitmask, d.idx.bits_per_block, d.idx.box, options_.partitions);
+  auto made = partitions();
   HZIO_RETURN_IF_ERROR(agree(comm_, made.status()));
   Partitioned& P = *part_;
   P.parts = std::move(made).value();
@@ -71,7 +79,8 @@ Status ParallelDataset::Impl::partition_staged(core::WriteTally& t) {
         mine = s.box;
       }
     }
-    int conforms = first[0] >= 0 && count == 1 && check_rank_box(d.idx.bitmask.text(), size_, rank_, mine).is_ok();
+    const std::string bitmask = mosaic_ ? mosaic_->file.bitmask : d.idx.bitmask.text();
+    int conforms = first[0] >= 0 && count == 1 && check_rank_box(bitmask, size_, rank_, mine).is_ok();
     int all = 0;
     parallel::allreduce(&conforms, &all, 1, MPI_INT, MPI_LAND, comm_);
     P.rank_conforming = all != 0;
@@ -166,7 +175,7 @@ Status ParallelDataset::Impl::partition_staged(core::WriteTally& t) {
         const size_t sample_bytes = d.coding[static_cast<size_t>(st.field)].dtype.bytes();
         Staged k{st.field, st.time, *part, {}, nullptr};
         k.copy.reset(std::max<size_t>(static_cast<size_t>(part->sample_count()) * sample_bytes, 1));
-        copy_part(st.data, st.box, *part, sample_bytes, k.copy.data());
+        copy_box_part(st.data, st.box, *part, sample_bytes, k.copy.data());
         k.data = k.copy.data();
         kept.push_back(std::move(k));
       }
@@ -182,7 +191,7 @@ Status ParallelDataset::Impl::partition_staged(core::WriteTally& t) {
                              o.part.lo[1], o.part.lo[2], o.part.hi[0],
                              o.part.hi[1], o.part.hi[2], o.bytes - static_cast<int64_t>(kPartHeader)};
     std::memcpy(at, head, kPartHeader);
-    copy_part(st.data, st.box, o.part, d.coding[static_cast<size_t>(st.field)].dtype.bytes(), at + kPartHeader);
+    copy_box_part(st.data, st.box, o.part, d.coding[static_cast<size_t>(st.field)].dtype.bytes(), at + kPartHeader);
   }
   HZIO_RETURN_IF_ERROR(agree(comm_, ready));
 
