@@ -173,10 +173,10 @@ void bind_reports(nb::module_& m) {
       .def_ro("max", &WriteReport::max)
       .def_ro("mean", &WriteReport::mean)
       .def_ro("levels", &WriteReport::levels);
-  def_repr(
-      write, "WriteReport",
-      {"ranks", "aggregators", "rounds", "placement", "bytes", "file_bytes", "files", "rank_conforming", "messages",
-       "message_bytes", "partitions", "index_space", "groups", "merge", "moved_messages", "moved_bytes", "max", "mean", "levels"});
+  def_repr(write, "WriteReport",
+           {"ranks", "aggregators", "rounds", "placement", "bytes", "file_bytes", "files", "rank_conforming",
+            "messages", "message_bytes", "partitions", "index_space", "groups", "merge", "moved_messages",
+            "moved_bytes", "max", "mean", "levels"});
 
   nb::class_<QueryResult> query(m, "QueryResult",
                                 "The matches of a value-range query; the arrays are views of its buffers.");

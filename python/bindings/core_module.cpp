@@ -12,6 +12,7 @@
 #include "binding_util.hpp"
 #include "hzio/dataset.hpp"
 #include "hzio/index_template.hpp"
+#include "hzio/mosaic.hpp"
 #include "hzio/testing.hpp"
 
 namespace nb = nanobind;
@@ -240,6 +241,21 @@ NB_MODULE(_core, m) {
         check(check_rank_conforming(bitmask, b));
       },
       nb::arg("bitmask"), nb::arg("boxes"));
+
+  // The .midx mosaic of partitions in local index space (hzio/mosaic.hpp): (ndim, x-first dims, bitmask,
+  // bits per block, partitions, [(partition, file, x-first offset)]).
+  m.def(
+      "parse_mosaic",
+      [](const std::string& text) {
+        Mosaic mo = take(Mosaic::parse(text));
+        std::vector<std::tuple<int, std::string, Triple>> parts;
+        for (const auto& p : mo.parts)
+          parts.emplace_back(p.partition, p.file, Triple{p.offset[0], p.offset[1], p.offset[2]});
+        return std::make_tuple(mo.ndim, Triple{mo.dims[0], mo.dims[1], mo.dims[2]}, mo.bitmask, mo.bits_per_block,
+                               mo.partitions, parts);
+      },
+      nb::arg("text"));
+  m.def("mosaic_path", &mosaic_path, nb::arg("path"));
 
   m.attr("BLOCK_FLAG_CODEC_MASK") = kBlockFlagCodecMask;
   m.attr("BLOCK_FLAG_ROW_MAJOR") = kBlockFlagRowMajor;

@@ -24,7 +24,7 @@ using hzio::bindings::Triple;
 namespace {
 
 ParallelOptions options(const std::string& placement, int aggregator_count, int64_t aggregator_bytes, bool durable,
-                        int threads, int partitions) {
+                        int threads, int partitions, const std::string& index_space = "global") {
   if (placement != "localized" && placement != "uniform") {
     throw HzioError{invalid_argument("placement '" + placement + "' is not 'localized' or 'uniform'")};
   }
@@ -36,6 +36,9 @@ ParallelOptions options(const std::string& placement, int aggregator_count, int6
   o.durable = durable;
   o.threads = threads;
   o.partitions = partitions;
+  if (index_space != "global" && index_space != "local")
+    throw HzioError{invalid_argument("index_space '" + index_space + "' is not 'global' or 'local'")};
+  o.index_space = index_space == "local" ? IndexSpace::kLocal : IndexSpace::kGlobal;
   return o;
 }
 
@@ -80,7 +83,7 @@ void bind_parallel(nb::module_& m) {
              std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> fields,
              std::string bitmask, int bits_per_block, int64_t blocks_per_file, std::vector<int64_t> times,
              bool overwrite, std::string placement, int aggregator_count, int64_t aggregator_bytes, bool durable,
-             int threads, int sub_block_bits, int partitions) {
+             int threads, int sub_block_bits, int partitions, const std::string& index_space) {
             CreateOptions o;
             o.sub_block_bits = sub_block_bits;
             o.dims = std::move(dims);
@@ -98,14 +101,15 @@ void bind_parallel(nb::module_& m) {
             o.times = std::move(times);
             o.overwrite = overwrite;
             MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(comm_handle));
-            ParallelOptions po = options(placement, aggregator_count, aggregator_bytes, durable, threads, partitions);
+            ParallelOptions po =
+                options(placement, aggregator_count, aggregator_bytes, durable, threads, partitions, index_space);
             nb::gil_scoped_release release;
             return take(ParallelDataset::create(comm, path, o, po));
           },
           nb::arg("comm_handle"), nb::arg("path"), nb::arg("dims"), nb::arg("fields"), nb::arg("bitmask"),
           nb::arg("bits_per_block"), nb::arg("blocks_per_file"), nb::arg("times"), nb::arg("overwrite"),
           nb::arg("placement"), nb::arg("aggregator_count"), nb::arg("aggregator_bytes"), nb::arg("durable"),
-          nb::arg("threads"), nb::arg("sub_block_bits"), nb::arg("partitions") = 1)
+          nb::arg("threads"), nb::arg("sub_block_bits"), nb::arg("partitions") = 1, nb::arg("index_space") = "global")
       .def_static(
           "open",
           [](int64_t comm_handle, const std::string& path, std::string placement, int aggregator_count,

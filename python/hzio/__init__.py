@@ -113,6 +113,14 @@ def _sub_blocks(value: int | None) -> int:
     return -1 if value is None else as_int(value, "sub_block_bits", 0)  # -1: CreateOptions::kAutoSubBlockBits
 
 
+def _index_space(value: str, partitions: int) -> str:
+    if value not in ("global", "local"):
+        raise InvalidArgumentError(f"index_space must be 'global' or 'local', got {value!r}")
+    if value == "local" and _partitions(partitions) < 2:
+        raise InvalidArgumentError("index_space='local' needs partitions > 1")
+    return value
+
+
 def _partitions(value: int) -> int:
     n = as_int(value, "partitions", 1)
     if n & (n - 1):
@@ -125,7 +133,8 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: FieldsLike, *,
            codec: str = "raw", layout: str = "hzorder", times: Iterable[int] | None = None, overwrite: bool = False,
            durable: bool = True, threads: int = 0, comm: Any = None, placement: str = "localized",
            aggregator_count: int = 0, aggregator_bytes: int = 256 << 20,
-           sub_block_bits: int | None = None, io: Any = None, partitions: int = 1) -> Any:
+           sub_block_bits: int | None = None, io: Any = None, partitions: int = 1,
+           index_space: str = "global") -> Any:
     """Create an IDX dataset and return it open for writing (a context manager).
 
     Local without ``comm``; Collective over ``comm`` (an mpi4py communicator), returning a
@@ -168,6 +177,12 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: FieldsLike, *,
         lie mostly in one aggregate and write its data files in their own communicator, and one rank
         per shared (coarse) file merges it. The files are byte-identical to ``partitions=1``; the write
         report gives each group and the merge (docs/guide/parallel-io.md "Partitions").
+    index_space : str
+        ``"global"`` (default) or, with ``partitions > 1``, ``"local"``: one dataset per partition
+        (``<name>_p<k>.idx``, indexed by the bitmask's characters after the partition template) and an
+        OpenVisus mosaic ``<name>.midx`` placing them; no ``.idx`` at ``path``. Returns a
+        :class:`hzio.mosaic.ParallelMosaic`; read the result with ``hzio.open(path)``, which gives a
+        :class:`hzio.mosaic.MosaicDataset`.
     io : hzio.io_ranks.IoRanks, optional
         On the compute ranks of :func:`hzio.start_io_ranks`: the node's I/O ranks create and write the
         dataset (``comm`` must be ``io.compute_comm`` or None); returns a
@@ -191,6 +206,8 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: FieldsLike, *,
     sub_blocks = _sub_blocks(sub_block_bits)
     if io is not None:
         from .io_ranks import create_through
+        if index_space != "global":
+            raise UnsupportedError("index_space='local' through I/O ranks (io=) is not supported")
         if comm is not None and comm is not io.compute_comm:
             raise InvalidArgumentError("with io=, comm must be io.compute_comm (or None)")
         options = dict(bitmask=bitmask, bits_per_block=bits_per_block, blocks_per_file=blocks_per_file, codec=codec,
@@ -204,9 +221,12 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: FieldsLike, *,
         return create_parallel(comm, *args, bool(durable), threads or 1, _text(placement, "placement"),
                                as_int(aggregator_count, "aggregator_count", 0),
                                as_int(aggregator_bytes, "aggregator_bytes", 1), sub_blocks,
-                               _partitions(partitions))
+                               _partitions(partitions), _index_space(index_space, partitions))
     if _partitions(partitions) != 1:
         raise InvalidArgumentError("partitions= needs comm= (a collective write)")
+    _index_space(index_space, 2)
+    if index_space != "global":
+        raise InvalidArgumentError("index_space='local' needs comm= and partitions > 1")
     core = _core.Dataset.create(args[0], list(reversed(shape)), *args[2:], bool(durable), threads, sub_blocks)
     return Dataset(core)
 
@@ -235,10 +255,21 @@ def open(path: str | os.PathLike, *, mode: str = "r", durable: bool = True, thre
     coarse blocks, take them from memory (docs/design/read-path.md "Read cache").
 
     ``partitions`` (with ``comm`` and ``mode="r+"``): collective writes partitioned as in :func:`create`.
+
+    A ``.midx`` (or the path given to a ``create`` with ``index_space="local"``) opens as a
+    :class:`hzio.mosaic.MosaicDataset` without ``comm``, and with ``comm`` and ``mode="r+"`` for
+    collective writes.
     """
     if mode not in ("r", "r+"):
         raise InvalidArgumentError(f"mode must be 'r' or 'r+', got {mode!r}")
     path, threads = as_path(path), as_int(threads, "threads", 0)
+    from .mosaic import MosaicDataset, mosaic_path
+    midx = mosaic_path(path)
+    if midx and comm is None:
+        if mode != "r":
+            raise UnsupportedError(f"{midx} holds one dataset per partition: write it with comm= (collectively)")
+        return MosaicDataset(midx, threads=threads, verify=verify, allow_outside_folder=allow_outside_folder,
+                             read_cache_bytes=read_cache_bytes)  # type: ignore[return-value]
     if comm is not None:
         from .parallel import open_parallel
         return open_parallel(comm, path, mode == "r+", bool(durable), threads or 1, _text(placement, "placement"),

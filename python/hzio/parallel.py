@@ -172,13 +172,16 @@ class ParallelDataset(Dataset):
 def create_parallel(comm: Any, path: str, shape: tuple[int, ...], fields: list[tuple], bitmask: str,
                     bits_per_block: int, blocks_per_file: int, times: list[int], overwrite: bool, durable: bool,
                     threads: int, placement: str, aggregator_count: int, aggregator_bytes: int,
-                    sub_block_bits: int = 0, partitions: int = 1) -> ParallelDataset:
+                    sub_block_bits: int = 0, partitions: int = 1, index_space: str = "global") -> ParallelDataset:
     """Collective. The form of :func:`hzio.create` with ``comm`` (see there)."""
     _require_mpi()
     pcore = _core.ParallelDataset.create(_fortran_handle(comm), path, list(reversed(shape)), fields, bitmask,
                                          bits_per_block, blocks_per_file, times, overwrite, placement,
                                          aggregator_count, aggregator_bytes, durable, threads, sub_block_bits,
-                                         partitions)
+                                         partitions, index_space)
+    if index_space == "local":
+        from .mosaic import ParallelMosaic
+        return ParallelMosaic(pcore, comm, _core.mosaic_path(path))
     return ParallelDataset(pcore, comm)
 
 
@@ -189,4 +192,6 @@ def open_parallel(comm: Any, path: str, writable: bool, durable: bool, threads: 
     _require_mpi()
     pcore = _core.ParallelDataset.open(_fortran_handle(comm), path, placement, aggregator_count, aggregator_bytes,
                                        durable, threads, writable, verify, allow_outside_folder, partitions)
-    return ParallelDataset(pcore, comm)
+    from .mosaic import ParallelMosaic, mosaic_path
+    midx = mosaic_path(path)
+    return ParallelMosaic(pcore, comm, midx) if midx else ParallelDataset(pcore, comm)

@@ -1,10 +1,10 @@
-// .midx mosaic text (mosaic.hpp).
-#include "format/mosaic.hpp"
+// .midx mosaic text (include/hzio/mosaic.hpp).
+#include "hzio/mosaic.hpp"
 
 #include <charconv>
 #include <optional>
 
-namespace hzio::format {
+namespace hzio {
 namespace {
 
 constexpr std::string_view kDirPrefix = "file://$(CurrentFileDirectory)/";
@@ -62,7 +62,7 @@ Result<std::string_view> required(std::string_view element, std::string_view nam
 
 }  // namespace
 
-std::string MosaicFile::to_text() const {
+std::string Mosaic::to_text() const {
   std::string out = "<dataset typename='IdxMultipleDataset' mosaic='true' hzio_ndim='" + std::to_string(ndim) +
                     "' hzio_dims='" + join(dims, ndim) + "' hzio_bitmask='" + bitmask + "' hzio_bits_per_block='" +
                     std::to_string(bits_per_block) + "' hzio_partitions='" + std::to_string(partitions) + "'>\n";
@@ -73,12 +73,12 @@ std::string MosaicFile::to_text() const {
   return out + "</dataset>\n";
 }
 
-Result<MosaicFile> MosaicFile::parse(std::string_view text) {
+Result<Mosaic> Mosaic::parse(std::string_view text) {
   const size_t head_end = text.find('>');
   if (text.find("<dataset") == std::string_view::npos || head_end == std::string_view::npos)
     return format_error("mosaic: no <dataset> element");
   const std::string_view head = text.substr(0, head_end);
-  MosaicFile m;
+  Mosaic m;
   HZIO_ASSIGN_OR_RETURN(std::string_view nd, required(head, "hzio_ndim"));
   HZIO_ASSIGN_OR_RETURN(int64_t ndim, integer(nd, "hzio_ndim"));
   if (ndim < 1 || ndim > kMaxDims) return format_error("mosaic: hzio_ndim must be 1 to 3");
@@ -114,7 +114,8 @@ Result<MosaicFile> MosaicFile::parse(std::string_view text) {
     p.file = std::string(url);
     HZIO_ASSIGN_OR_RETURN(std::string_view offset_text, required(element, "offset"));
     HZIO_ASSIGN_OR_RETURN(std::vector<int64_t> offset, integers(offset_text, "offset"));
-    if (static_cast<int>(offset.size()) != m.ndim) return format_error("mosaic: a part's offset needs hzio_ndim values");
+    if (static_cast<int>(offset.size()) != m.ndim)
+      return format_error("mosaic: a part's offset needs hzio_ndim values");
     for (int a = 0; a < m.ndim; ++a) p.offset[a] = offset[static_cast<size_t>(a)];
     HZIO_ASSIGN_OR_RETURN(std::string_view part_text, required(element, "hzio_partition"));
     HZIO_ASSIGN_OR_RETURN(int64_t part, integer(part_text, "hzio_partition"));
@@ -142,4 +143,4 @@ std::string mosaic_part_name(const std::string& midx, int p) {
   return stem + "_p" + std::to_string(p) + ".idx";
 }
 
-}  // namespace hzio::format
+}  // namespace hzio

@@ -1,14 +1,14 @@
 // Tests for the .midx mosaic text: what hzio writes parses back; OpenVisus's own form of a part's url is
 // taken; malformed or foreign mosaics are refused with what is wrong.
-#include "format/mosaic.hpp"
+#include "hzio/mosaic.hpp"
 
 #include <gtest/gtest.h>
 
-namespace hzio::format {
+namespace hzio {
 namespace {
 
-MosaicFile sample() {
-  MosaicFile m;
+Mosaic sample() {
+  Mosaic m;
   m.ndim = 3;
   m.dims = {40, 33, 17};
   m.bitmask = "V012012012012012";
@@ -19,12 +19,12 @@ MosaicFile sample() {
 }
 
 TEST(Mosaic, WhatHzioWritesParsesBack) {
-  const MosaicFile m = sample();
+  const Mosaic m = sample();
   const std::string text = m.to_text();
   EXPECT_NE(text.find("typename='IdxMultipleDataset' mosaic='true'"), std::string::npos);
   EXPECT_NE(text.find("url=\"file://$(CurrentFileDirectory)/sim_p1.idx\""), std::string::npos);
   EXPECT_NE(text.find("offset=\"32 0 0\""), std::string::npos);
-  auto back = MosaicFile::parse(text);
+  auto back = Mosaic::parse(text);
   ASSERT_TRUE(back.is_ok()) << back.status().message();
   EXPECT_EQ(back->ndim, 3);
   EXPECT_EQ(back->dims, m.dims);
@@ -40,7 +40,7 @@ TEST(Mosaic, WhatHzioWritesParsesBack) {
 TEST(Mosaic, RefusesMalformedAndForeignMosaics) {
   const std::string good = sample().to_text();
   const auto fails = [](const std::string& text, const std::string& why) {
-    auto r = MosaicFile::parse(text);
+    auto r = Mosaic::parse(text);
     ASSERT_FALSE(r.is_ok()) << text;
     EXPECT_EQ(r.status().code(), ErrorCode::kFormat);
     EXPECT_NE(r.status().message().find(why), std::string::npos) << r.status().message();
@@ -59,7 +59,8 @@ TEST(Mosaic, RefusesMalformedAndForeignMosaics) {
   fails(replaced("offset=\"32 0 0\"", "offset=\"32 x 0\""), "not an integer");
   fails(replaced("hzio_partition=\"3\"", "hzio_partition=\"1\""), "ascend");
   fails("", "no <dataset>");
-  fails(replaced("\t<dataset url=\"file://$(CurrentFileDirectory)/sim_p0.idx\"", "\t<dataset url=\"file://$(CurrentFileDirectory)/sim_p0.idx"),
+  fails(replaced("\t<dataset url=\"file://$(CurrentFileDirectory)/sim_p0.idx\"",
+                 "\t<dataset url=\"file://$(CurrentFileDirectory)/sim_p0.idx"),
         "url");
 }
 
@@ -71,4 +72,4 @@ TEST(Mosaic, PathsOfTheMosaicAndItsParts) {
 }
 
 }  // namespace
-}  // namespace hzio::format
+}  // namespace hzio

@@ -24,28 +24,30 @@ std::string folder_of(const std::string& path) {
 }
 
 // The whole domain of a mosaic, x first.
-Box domain_of(const format::MosaicFile& m) {
+Box domain_of(const Mosaic& m) {
   Box b{{0, 0, 0}, {1, 1, 1}};
   for (int a = 0; a < m.ndim; ++a) b.hi[a] = m.dims[a];
   return b;
 }
 
 // Writes the part datasets and the .midx (rank 0 of a create). Returns the mosaic written.
-Result<format::MosaicFile> write_mosaic(const std::string& path, const std::string& midx, const CreateOptions& options,
-                                        const ParallelOptions& parallel) {
+Result<Mosaic> write_mosaic(const std::string& path, const std::string& midx, const CreateOptions& options,
+                            const ParallelOptions& parallel) {
   HZIO_ASSIGN_OR_RETURN(format::IdxFile idx, core::idx_for_create(path, options));
   HZIO_ASSIGN_OR_RETURN(hzorder::Partitions parts,
                         hzorder::Partitions::make(idx.bitmask, idx.bits_per_block, idx.box, parallel.partitions));
   const int maxh = idx.bitmask.max_level();
   if (parts.bits() >= maxh) {
-    return invalid_argument(std::to_string(parallel.partitions) + " partitions in local index space need a bitmask of "
-                            "more than " + std::to_string(parts.bits()) + " characters; " + idx.bitmask.text() +
-                            " has " + std::to_string(maxh));
+    return invalid_argument(std::to_string(parallel.partitions) +
+                            " partitions in local index space need a bitmask of "
+                            "more than " +
+                            std::to_string(parts.bits()) + " characters; " + idx.bitmask.text() + " has " +
+                            std::to_string(maxh));
   }
   if (!options.overwrite && io::file_exists(midx)) {
     return invalid_argument("dataset " + midx + " already exists (pass overwrite to replace it)");
   }
-  format::MosaicFile m;
+  Mosaic m;
   m.ndim = static_cast<int>(options.dims.size());
   for (int a = 0; a < m.ndim; ++a) m.dims[a] = options.dims[static_cast<size_t>(a)];
   m.bitmask = idx.bitmask.text();
@@ -58,7 +60,7 @@ Result<format::MosaicFile> write_mosaic(const std::string& path, const std::stri
     for (int a = 0; a < m.ndim; ++a) part.dims[static_cast<size_t>(a)] = box.extent(a);
     part.bitmask = "V" + m.bitmask.substr(1 + static_cast<size_t>(parts.bits()));
     part.bits_per_block = std::min(idx.bits_per_block, maxh - parts.bits());
-    const std::string name = format::mosaic_part_name(midx, p);
+    const std::string name = mosaic_part_name(midx, p);
     HZIO_ASSIGN_OR_RETURN(auto ds, Dataset::create(folder_of(midx) + name, part));
     HZIO_RETURN_IF_ERROR(ds->close());
     m.parts.push_back({p, name, box.lo});
@@ -70,16 +72,17 @@ Result<format::MosaicFile> write_mosaic(const std::string& path, const std::stri
 // Every rank's view of a mosaic: its parts' paths, and the first part opened for its metadata.
 Status attach_mosaic(ParallelDataset::Impl& impl, const std::string& midx, const ParallelOptions& parallel) {
   HZIO_ASSIGN_OR_RETURN(std::string text, io::read_text_file(midx));
-  HZIO_ASSIGN_OR_RETURN(format::MosaicFile m, format::MosaicFile::parse(text));
+  HZIO_ASSIGN_OR_RETURN(Mosaic m, Mosaic::parse(text));
   if (parallel.partitions > 1 && parallel.partitions != m.partitions) {
     return invalid_argument(midx + " has " + std::to_string(m.partitions) + " partitions, not " +
                             std::to_string(parallel.partitions));
   }
-  auto mosaic = std::make_unique<ParallelDataset::Impl::Mosaic>();
+  auto mosaic = std::make_unique<ParallelDataset::Impl::MosaicState>();
   mosaic->midx = midx;
   mosaic->box = domain_of(m);
   mosaic->part_paths.assign(static_cast<size_t>(m.partitions), "");
-  for (const auto& part : m.parts) mosaic->part_paths[static_cast<size_t>(part.partition)] = folder_of(midx) + part.file;
+  for (const auto& part : m.parts)
+    mosaic->part_paths[static_cast<size_t>(part.partition)] = folder_of(midx) + part.file;
   HZIO_ASSIGN_OR_RETURN(auto first, Dataset::open(folder_of(midx) + m.parts.front().file,
                                                   {.writable = true,
                                                    .durable = parallel.durable,
@@ -98,7 +101,7 @@ Result<std::unique_ptr<ParallelDataset>> ParallelDataset::Impl::create_mosaic(MP
                                                                               const CreateOptions& options,
                                                                               const ParallelOptions& parallel) {
   HZIO_ASSIGN_OR_RETURN(auto impl, make_parallel_impl(comm, parallel));
-  const std::string midx = format::mosaic_path(path);
+  const std::string midx = mosaic_path(path);
   Status s;
   if (impl->rank_ == 0) s = write_mosaic(path, midx, options, parallel).status();
   HZIO_RETURN_IF_ERROR(agree(impl->comm_, s));
@@ -211,8 +214,7 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
     }
     std::vector<int64_t> rows;
     if (part_->leader) {
-      const std::vector<int64_t> row{part_->group, xsize_,  sums[0], sums[1],
-                                     sums[2],      sums[3], sums[4], sums[5]};
+      const std::vector<int64_t> row{part_->group, xsize_, sums[0], sums[1], sums[2], sums[3], sums[4], sums[5]};
       std::vector<int> counts;
       rows = parallel::allgather_int64(part_->leaders_comm, row, counts);
     }
@@ -250,8 +252,8 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
   }
   // Phases: each rank's own (its part writes' slowest rank per phase, summed over its parts), then the
   // maximum and the mean over ranks.
-  const double in[8] = {mine.restructure, mine.hz, mine.aggregate, mine.compress,
-                        mine.stats,       mine.write, mine.commit,  mine.total};
+  const double in[8] = {mine.restructure, mine.hz,    mine.aggregate, mine.compress,
+                        mine.stats,       mine.write, mine.commit,    mine.total};
   double max[8], sum[8];
   parallel::allreduce(in, max, 8, MPI_DOUBLE, MPI_MAX, comm_);
   parallel::allreduce(in, sum, 8, MPI_DOUBLE, MPI_SUM, comm_);

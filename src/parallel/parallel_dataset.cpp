@@ -108,7 +108,7 @@ Result<std::unique_ptr<ParallelDataset>> ParallelDataset::create(MPI_Comm comm, 
 Result<std::unique_ptr<ParallelDataset>> ParallelDataset::open(MPI_Comm comm, const std::string& path,
                                                                const ParallelOptions& parallel, bool writable) {
   // A mosaic: the .midx, or the path a local-index-space create was given (no .idx there, a .midx next to it).
-  const std::string midx = format::mosaic_path(path);
+  const std::string midx = mosaic_path(path);
   if (path.ends_with(".midx") || (!io::file_exists(path) && io::file_exists(midx))) {
     if (!writable) {
       return unsupported("collective reads of " + midx +

@@ -10,7 +10,7 @@
 
 #include "core/dataset_parts.hpp"
 #include "core/write_tally.hpp"
-#include "format/mosaic.hpp"
+#include "hzio/mosaic.hpp"
 #include "hzio/parallel.hpp"
 #include "hzorder/partition.hpp"
 #include "parallel/partition_plan.hpp"
@@ -68,13 +68,13 @@ class ParallelDataset::Impl {
   std::unique_ptr<Partitioned> part_;
 
   // Local index space: the mosaic and each partition's dataset.
-  struct Mosaic {
+  struct MosaicState {
     std::string midx;                     // the .midx path
-    format::MosaicFile file;              // its contents
+    hzio::Mosaic file;                    // its contents
     std::vector<std::string> part_paths;  // per partition: its dataset's path, "" where the domain misses it
     Box box;                              // the whole domain
   };
-  std::unique_ptr<Mosaic> mosaic_;
+  std::unique_ptr<MosaicState> mosaic_;
   // Collective. create()/open() in local index space.
   static Result<std::unique_ptr<ParallelDataset>> create_mosaic(MPI_Comm comm, const std::string& path,
                                                                 const CreateOptions& options,

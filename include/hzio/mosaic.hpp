@@ -2,7 +2,7 @@
 // dataset per partition, placed at its offset in the whole domain. The text is OpenVisus's
 // IdxMultipleDataset with mosaic='true'; hzio adds attributes of its own (the whole domain's dims,
 // bitmask, bits per block and partition count, and each part's partition), which OpenVisus ignores.
-// Bytes <-> struct, no I/O. Layer: format.
+// Bytes <-> struct, no I/O. Public C++ API; defined in the format layer.
 #pragma once
 
 #include <string>
@@ -12,9 +12,9 @@
 #include "hzio/status.hpp"
 #include "hzio/types.hpp"
 
-namespace hzio::format {
+namespace hzio {
 
-struct MosaicFile {
+struct Mosaic {
   struct Part {
     int partition = 0;
     std::string file;  // the part's .idx, relative to the .midx's folder
@@ -31,12 +31,12 @@ struct MosaicFile {
   std::string to_text() const;
   // Local. Parses a .midx that hzio wrote. Errors: kFormat naming what is missing or malformed (a
   // mosaic without hzio's attributes included).
-  static Result<MosaicFile> parse(std::string_view text);
+  static Result<Mosaic> parse(std::string_view text);
 };
 
-// Local. The .midx of a dataset created as `path`: "a/sim.idx" and "a/sim.midx" give "a/sim.midx".
+// Local, pure. The .midx of a dataset created as `path`: "a/sim.idx" and "a/sim.midx" give "a/sim.midx".
 std::string mosaic_path(const std::string& path);
-// Local. The file name (no folder) of partition p's dataset of the mosaic at `midx`: "sim_p3.idx".
+// Local, pure. The file name (no folder) of partition p's dataset of the mosaic at `midx`: "sim_p3.idx".
 std::string mosaic_part_name(const std::string& midx, int p);
 
-}  // namespace hzio::format
+}  // namespace hzio
