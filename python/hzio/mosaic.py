@@ -229,7 +229,7 @@ class MosaicDataset:
         level = self.max_level if level is None else _level(level, self.max_level)
         spacing = _spacing(self.bitmask, self._ndim, level)
         origin, count, pieces = self._pieces(blo, bhi, level)
-        result = np.zeros(count, dtype=bool) if mask else None
+        result = np.zeros(count if mask else (0,) * self._ndim, dtype=bool)
         coords, values, reports = [], [], []
         for ds, part_level, part_box, at, n in pieces:
             if mask:

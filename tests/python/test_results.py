@@ -33,8 +33,8 @@ DATA = np.arange(np.prod(SHAPE), dtype=np.float32).reshape(SHAPE)
 READ_KEYS = ("files_opened", "blocks_read", "blocks_missing", "bytes_read", "min_bytes", "requests", "bytes_received",
              "method", "assembly")
 WRITE_KEYS = ("ranks", "aggregators", "rounds", "placement", "bytes", "file_bytes", "files", "rank_conforming",
-              "messages", "message_bytes", "partitions", "index_space", "groups", "merge", "moved_messages", "moved_bytes", "max",
-              "mean", "levels")
+              "messages", "message_bytes", "partitions", "index_space", "groups", "merge", "moved_messages",
+              "moved_bytes", "max", "mean", "levels")
 PHASE_KEYS = ("restructure", "hz", "aggregate", "compress", "stats", "write", "commit", "total")
 LEVEL_KEYS = ("level", "blocks", "bytes", "hz_max", "hz_mean", "write_max", "write_mean")
 
