@@ -27,7 +27,7 @@ std::string WriteReport::to_json() const {
       "\", \"bytes\": " + std::to_string(bytes) + ", \"file_bytes\": " + std::to_string(file_bytes) +
       ", \"files\": " + std::to_string(files) + ", \"rank_conforming\": " + (rank_conforming ? "true" : "false") +
       ", \"messages\": " + std::to_string(messages) + ", \"message_bytes\": " + std::to_string(message_bytes) +
-      ", \"partitions\": " + std::to_string(partitions) + ", \"groups\": [";
+      ", \"partitions\": " + std::to_string(partitions) + ", \"index_space\": \"" + index_space + "\", \"groups\": [";
   for (size_t i = 0; i < groups.size(); ++i) {
     const auto& g = groups[i];
     std::string list;
