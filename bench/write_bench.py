@@ -9,6 +9,7 @@ partition count). Times are the maximum over ranks between two barriers; medians
 
 import argparse
 import dataclasses
+import glob
 import itertools
 import json
 import os
@@ -77,15 +78,19 @@ MPIIO_PIECE_BYTES = 1 << 30  # largest Write_at_all: MPI counts are C ints
 CASE_TITLES = {"fpp": "file per process", "shared": "shared file, MPI-IO"}
 
 
-def hzio_case(placement, partitions):
-    """The case name of an hzio write: ``hzio_<placement>``, then ``_p<R>`` for R > 1 partitions.
+def hzio_case(placement, partitions, index_space="global"):
+    """The case name of an hzio write: ``hzio_<placement>``, then ``_p<R>`` for R > 1 partitions, then
+    ``_local`` in local index space.
 
     Examples
     --------
     >>> hzio_case("localized", 1), hzio_case("uniform", 4), case_title("hzio_uniform_p4")
     ('hzio_localized', 'hzio_uniform_p4', 'hzio uniform p4')
+    >>> hzio_case("localized", 2, "local")
+    'hzio_localized_p2_local'
     """
-    return f"hzio_{placement}" + (f"_p{partitions}" if partitions > 1 else "")
+    return f"hzio_{placement}" + (f"_p{partitions}" if partitions > 1 else "") + (
+        "_local" if index_space == "local" else "")
 
 
 def case_title(name):
@@ -182,7 +187,7 @@ def write_shared(MPI, comm, path, arrays, offset, pieces, fsync):
         fh.Close()
 
 
-def write_hzio(comm, path, cfg, box, arrays, placement, partitions):
+def write_hzio(comm, path, cfg, box, arrays, placement, partitions, index_space="global"):
     """hzio: collective create (``partitions`` as given), one ``write`` per field and timestep, close (flush,
     fsync, commit).
 
@@ -193,16 +198,18 @@ def write_hzio(comm, path, cfg, box, arrays, placement, partitions):
                      codec=cfg["codec"], layout=cfg["layout"], bits_per_block=cfg["bits_per_block"],
                      blocks_per_file=cfg["blocks_per_file"], times=times, overwrite=True, durable=cfg["fsync"],
                      threads=cfg["threads"], comm=comm, placement=placement, aggregator_count=cfg["aggregator_count"],
-                     aggregator_bytes=cfg["aggregator_bytes"], partitions=partitions) as ds:
+                     aggregator_bytes=cfg["aggregator_bytes"], partitions=partitions,
+                     index_space=index_space) as ds:
         for (field, t), a in arrays.items():
             ds.write(a, offset=box[0], field=field, time=t, copy=cfg["copy"])
     return dataclasses.asdict(ds.last_write_report)
 
 
-def check_read_back(comm, path, box, arrays):
-    """Collective: every rank reads its box of every field and timestep and compares. Returns the problems."""
+def check_read_back(comm, path, box, arrays, local=False):
+    """Collective: every rank reads its box of every field and timestep and compares (collectively; a
+    mosaic of local index space, each rank on its own). Returns the problems."""
     problems = []
-    with hzio.open(path, comm=comm) as ds:
+    with hzio.open(path) if local else hzio.open(path, comm=comm) as ds:
         for (field, t), want in arrays.items():
             got = ds.read(box=box, field=field, time=t)
             if got.shape != want.shape:
@@ -267,7 +274,9 @@ def _config(args, ranks):
     # One encode thread per rank: the ranks share the cores, and the baselines write from one thread.
     cfg.update({"global": shape, "decomp": tuple(decomp), "field_names": [f"f{i}" for i in range(args.fields)],
                 "placements": ["localized", "uniform"] if args.placement == "both" else [args.placement],
-                "partitions": partitions, "threads": 1, "dir": os.path.abspath(args.dir)})
+                "partitions": partitions, "threads": 1,
+                "index_spaces": ["global", "local"] if args.index_space == "both" else [args.index_space],
+                "dir": os.path.abspath(args.dir)})
     return cfg
 
 
@@ -342,8 +351,11 @@ def bench_write(args):
 
 
 def _remove(path):
-    """Remove a file or folder, and an hzio dataset's data folder next to its .idx."""
-    for p in (path, os.path.splitext(path)[0]):
+    """Remove a file or folder, and an hzio dataset's data folder next to its .idx (and a mosaic's .midx
+    and parts)."""
+    stem = os.path.splitext(path)[0]
+    parts = glob.glob(glob.escape(stem) + "_p*") if path.endswith(".idx") else []
+    for p in (path, stem, stem + ".midx", *parts):
         if os.path.isdir(p):
             shutil.rmtree(p)
         elif os.path.exists(p):
@@ -359,11 +371,13 @@ def _cases(MPI, comm, cfg, run_dir, box, arrays):
     paths = {"fpp": os.path.join(run_dir, "fpp"), "shared": os.path.join(run_dir, "shared.bin")}
     ops = {"fpp": lambda: write_fpp(os.path.join(paths["fpp"], f"rank{rank:05d}.bin"), buffers, cfg["fsync"]),
            "shared": lambda: write_shared(MPI, comm, paths["shared"], buffers, offset, pieces, cfg["fsync"])}
-    for placement, partitions in itertools.product(cfg["placements"], cfg["partitions"]):
-        name = hzio_case(placement, partitions)
+    for placement, partitions, space in itertools.product(cfg["placements"], cfg["partitions"], cfg["index_spaces"]):
+        if space == "local" and partitions == 1:
+            continue  # one partition has no local index space
+        name = hzio_case(placement, partitions, space)
         paths[name] = os.path.join(run_dir, f"{name}.idx")
-        ops[name] = lambda name=name, placement=placement, partitions=partitions: write_hzio(
-            comm, paths[name], cfg, box, arrays, placement, partitions)
+        ops[name] = lambda name=name, placement=placement, partitions=partitions, space=space: write_hzio(
+            comm, paths[name], cfg, box, arrays, placement, partitions, space)
     return ops, paths
 
 
@@ -384,7 +398,7 @@ def _repeat(MPI, comm, cfg, ops, paths, box, arrays):
             if name in reports:
                 reports[name].append(report)
                 if rep == cfg["reps"] - 1:
-                    problems[name] = check_read_back(comm, paths[name], box, arrays)
+                    problems[name] = check_read_back(comm, paths[name], box, arrays, name.endswith("_local"))
             comm.Barrier()
             if comm.Get_rank() == 0:
                 _remove(paths[name])
@@ -479,16 +493,17 @@ def print_bench(r):
     print()
     print_table(rows)
     if any(n > 1 for n in c["partitions"]):
-        for placement in c["placements"]:
-            _print_partitioning(placement, {n: r["cases"][hzio_case(placement, n)]["partitioning"]
-                                            for n in c["partitions"]})
+        for placement, space in itertools.product(c["placements"], c.get("index_spaces", ["global"])):
+            cases = {n: r["cases"][hzio_case(placement, n, space)]["partitioning"] for n in c["partitions"]
+                     if hzio_case(placement, n, space) in r["cases"]}
+            _print_partitioning(placement + (" (local index space)" if space == "local" else ""), cases)
     for name in r["ratios"]:
         _print_report(case_title(name), r["cases"][name]["report"])
     print()
     for name in r["ratios"]:
         problems = r["cases"][name]["problems"]
         print(f"read-back check, {case_title(name)}: " + ("FAIL" if problems else
-              "OK (every rank read its box collectively and found what it wrote)"))
+              "OK (every rank read its box and found what it wrote)"))
         for p in problems:
             print(f"FAIL: {case_title(name)} read back wrong data: {p}", file=sys.stderr)
 
@@ -563,6 +578,9 @@ def build_parser():
     w.add_argument("--partitions", metavar="LIST", default="1",
                    help="partition counts (powers of two, comma-separated): each hzio case runs once per count, "
                         "as hzio_<placement>_p<R> for R > 1 (default: 1, no partitioning)")
+    w.add_argument("--index-space", default="global", choices=["global", "local", "both"],
+                   help="index space of the partitioned cases (R > 1): one dataset, or one per partition and a "
+                        ".midx (hzio_<placement>_p<R>_local); default: global")
     w.add_argument("--aggregator-count", metavar="N", type=int, default=0, help="cap on aggregators (default: 0, none)")
     w.add_argument("--aggregator-bytes", metavar="BYTES", type=int, default=256 << 20,
                    help="memory an aggregator may take per round (default: 268435456)")

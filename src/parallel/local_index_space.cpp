@@ -129,6 +129,7 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
     staged_bytes += st.box.sample_count() * static_cast<int64_t>(d.coding[static_cast<size_t>(st.field)].dtype.bytes());
   // Per partition this rank's group writes: the write report of that part's collective write.
   std::vector<WriteReport> written;
+  bool aggregated = false;  // this rank aggregated a chunk of some part
   Status s;
   double restructure = 0, total = 0;
   {
@@ -177,6 +178,7 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
       auto report = part.value()->close();
       if (s.is_ok()) s = report;
       if (s.is_ok()) written.push_back(part.value()->last_write_report());
+      aggregated |= part.value()->impl_->aggregated_ > 0;
     }
   }
   staged_.clear();
@@ -197,9 +199,15 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
   mine.total = total;
   if (part_) {
     r.rank_conforming = part_->rank_conforming;
-    int64_t sums[6] = {0, 0, 0, 0, 0, 0};  // aggregators, files, messages, message bytes, file bytes, rounds (max)
+    // The group's aggregators: its ranks that aggregated in any of its parts' writes.
+    const int64_t mine_aggregated = aggregated ? 1 : 0;
+    int64_t group_aggregators = 0;
+    MPI_Request request;
+    MPI_Ireduce(&mine_aggregated, &group_aggregators, 1, MPI_INT64_T, MPI_SUM, 0, xcomm_, &request);
+    parallel::wait(request);
+    int64_t sums[6] = {group_aggregators, 0, 0, 0, 0, 0};  // aggregators, files, messages, message bytes, file
+                                                            // bytes, rounds (max)
     for (const WriteReport& w : written) {
-      sums[0] += w.aggregators;
       sums[1] += w.files;
       sums[2] += w.messages;
       sums[3] += w.message_bytes;
