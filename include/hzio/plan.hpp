@@ -47,6 +47,7 @@ struct GroupSummary {
 struct PlanSummary {
   int ranks = 0;
   int partitions = 1;
+  std::string index_space = "global";
   int64_t files = 0;
   int64_t chunks = 0;
   int aggregators = 0;
@@ -83,6 +84,7 @@ struct WriteSimulation {
   int aggregator_count = 0;  // 0: no cap
   int64_t aggregator_bytes = int64_t{256} << 20;
   int partitions = 1;    // a power of two: the partitioned write (ParallelOptions::partitions) is simulated
+  bool local_index_space = false;  // with partitions: IndexSpace::kLocal
   bool details = false;  // also list each level's aggregator ranks
 };
 

@@ -51,7 +51,8 @@ void bind_parallel(nb::module_& m) {
       "simulate_write_plan",
       [](std::vector<int64_t> dims, const std::vector<std::pair<Triple, Triple>>& boxes,
          std::vector<std::string> dtypes, std::string bitmask, int bits_per_block, int64_t blocks_per_file,
-         std::string placement, int aggregator_count, int64_t aggregator_bytes, int partitions, bool details) {
+         std::string placement, int aggregator_count, int64_t aggregator_bytes, int partitions, bool details,
+         const std::string& index_space) {
         WriteSimulation w;
         w.dims = std::move(dims);
         for (const auto& [lo, hi] : boxes) w.rank_boxes.push_back(box(lo, hi));
@@ -64,6 +65,9 @@ void bind_parallel(nb::module_& m) {
         w.aggregator_bytes = aggregator_bytes;
         w.partitions = partitions;
         w.details = details;
+        if (index_space != "global" && index_space != "local")
+          throw HzioError{invalid_argument("index_space '" + index_space + "' is not 'global' or 'local'")};
+        w.local_index_space = index_space == "local";
         PlanSummary summary;
         {
           nb::gil_scoped_release release;
@@ -75,7 +79,7 @@ void bind_parallel(nb::module_& m) {
       },
       nb::arg("dims"), nb::arg("boxes"), nb::arg("dtypes"), nb::arg("bitmask"), nb::arg("bits_per_block"),
       nb::arg("blocks_per_file"), nb::arg("placement"), nb::arg("aggregator_count"), nb::arg("aggregator_bytes"),
-      nb::arg("partitions"), nb::arg("details") = false);
+      nb::arg("partitions"), nb::arg("details") = false, nb::arg("index_space") = "global");
   nb::class_<ParallelDataset>(m, "ParallelDataset")
       .def_static(
           "create",

@@ -16,7 +16,7 @@ def plan(args):
     args : argparse.Namespace
         ``global_shape``, ``grid`` (ranks per axis, z first), ``order``, ``dtype``, ``fields``,
         ``bitmask``, ``template``, ``bits_per_block``, ``blocks_per_file``, ``placement``,
-        ``aggregator_count``, ``aggregator_bytes``, ``partitions`` and ``json``.
+        ``aggregator_count``, ``aggregator_bytes``, ``partitions``, ``index_space`` and ``json``.
 
     Returns
     -------
@@ -33,7 +33,7 @@ def plan(args):
                        bitmask=args.bitmask, rank_conforming=args.template, bits_per_block=args.bits_per_block,
                        blocks_per_file=args.blocks_per_file, placement=args.placement,
                        aggregator_count=args.aggregator_count, aggregator_bytes=args.aggregator_bytes,
-                       partitions=args.partitions)
+                       partitions=args.partitions, index_space=args.index_space)
     if args.plot:
         from .planning import plot_aggregators, plot_partitions
         os.makedirs(args.plot, exist_ok=True)
@@ -61,7 +61,8 @@ def plan(args):
     if summary["groups"]:
         m = summary["merge"]
         sizes = [g["ranks"] for g in summary["groups"]]
-        print(f"{summary['partitions']} partitions in {len(sizes)} groups of {min(sizes)} to {max(sizes)} ranks; "
+        print(f"{summary['partitions']} partitions ({summary['index_space']} index space) in {len(sizes)} groups of "
+              f"{min(sizes)} to {max(sizes)} ranks; "
               f"{summary['moved_messages']} parts of boxes moved ({summary['moved_bytes'] / mib:.1f} MiB); "
               f"merge: {m['files']} shared files by {m['mergers']} ranks, {m['messages']} messages, "
               f"{m['bytes'] / mib:.1f} MiB")
@@ -94,6 +95,8 @@ def add_plan_arguments(p):
     p.add_argument("--aggregator-bytes", type=int, default=256 << 20, help="an aggregator's memory per round")
     p.add_argument("--partitions", type=int, default=1,
                    help="simulate the partitioned write (a power of two; hzio.create(partitions=))")
+    p.add_argument("--index-space", default="global", choices=["global", "local"],
+                   help="with --partitions: one dataset (global) or one per partition and a .midx (local)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--plot", metavar="DIR", help="also draw DIR/plan_aggregators.png: the aggregators of each level in "
                    "rank space, with the default and the rank-conforming bitmask, and DIR/plan_partitions.png: the "

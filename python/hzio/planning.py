@@ -27,7 +27,7 @@ def plan(shape: Sequence[int], *, grid: Sequence[int] | None = None, rank_boxes:
          order: str = "row-major", dtype: str = "float32", fields: int = 1, bitmask: str | None = None,
          rank_conforming: bool = False, bits_per_block: int | None = None, blocks_per_file: int | None = None,
          placement: str = "localized", aggregator_count: int = 0, aggregator_bytes: int = 256 << 20,
-         partitions: int = 1, details: bool = False) -> dict[str, Any]:
+         partitions: int = 1, index_space: str = "global", details: bool = False) -> dict[str, Any]:
     """Local. Simulate the plan of a collective write of ``shape`` (``[z, y, x]``) by ranks laid out as
     ``grid`` (ranks per axis, numbered in ``order``; see :func:`hzio.grid_boxes`) or given their
     ``rank_boxes``, each writing ``fields`` fields of ``dtype`` in its box at one timestep.
@@ -37,7 +37,8 @@ def plan(shape: Sequence[int], *, grid: Sequence[int] | None = None, rank_boxes:
     ``aggregator_count`` and ``aggregator_bytes`` mean what they mean to :func:`hzio.create` with
     ``comm``. ``partitions`` (a power of two) simulates the partitioned write of ``hzio.create(...,
     partitions=)``: the groups of ranks, the parts of boxes that straddle a partition plane moved to
-    their group's leader, every group's own plan, and the merge of the shared files.
+    their group's leader, every group's own plan, and the merge of the shared files; with
+    ``index_space="local"``, each group's plans of its partitions' datasets (nothing merged).
 
     Returns the summary as a dict: ``ranks``, ``files``, ``chunks``, ``aggregators``, ``rounds``,
     ``round_bytes_max`` (an aggregator's memory per round), ``bytes``, ``bitmask``, ``rank_conforming``,
@@ -73,7 +74,8 @@ def plan(shape: Sequence[int], *, grid: Sequence[int] | None = None, rank_boxes:
         list(to_xfirst(shape, len(shape), 1)[: len(shape)]), _xfirst_boxes(boxes, len(shape)), [text] * count,
         bitmask or "", as_int(bits_per_block or 0, "bits_per_block", 0),
         as_int(blocks_per_file or 0, "blocks_per_file", -1), placement, as_int(aggregator_count, "aggregator_count", 0),
-        as_int(aggregator_bytes, "aggregator_bytes", 1), as_int(partitions, "partitions", 1), bool(details)))
+        as_int(aggregator_bytes, "aggregator_bytes", 1), as_int(partitions, "partitions", 1), bool(details),
+        str(index_space)))
     summary["seconds"] = time.perf_counter() - start
     return summary
 

@@ -190,6 +190,7 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
   // The report: the groups' part writes, summed per group on its leader, then gathered by the leaders.
   WriteReport r;
   r.ranks = size_;
+  r.aggregators = r.rounds = 0;  // summed and maximised over the groups below
   r.placement = options_.placement == AggregatorPlacement::kLocalized ? "localized" : "uniform";
   r.index_space = "local";
   r.partitions = mosaic_->file.partitions;
@@ -254,9 +255,6 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
     r.moved_bytes = moved_all[1];
     r.messages += r.moved_messages;
     r.message_bytes += r.moved_bytes;
-  } else {
-    r.rounds = 0;
-    r.aggregators = 0;
   }
   // Phases: each rank's own (its part writes' slowest rank per phase, summed over its parts), then the
   // maximum and the mean over ranks.

@@ -46,7 +46,7 @@ struct Tally {
   std::vector<Move> moves;
   std::vector<LevelSummary> levels;
   std::vector<std::vector<int64_t>> level_files;          // first blocks of each level's files (field 0, time 0)
-  std::vector<std::pair<int64_t, uint64_t>> blocks;       // (field and time, block) of every box
+  std::vector<std::tuple<int64_t, uint64_t, int>> blocks;  // (field and time, block, level) of every box
   std::map<std::pair<int, int64_t>, int64_t> field_time;  // (field, time) -> id
   int64_t bytes = 0;
   int64_t detached = 0;  // whole raw blocks of at least kDetachedBlockBytes sent to another rank: a message each
@@ -54,12 +54,21 @@ struct Tally {
 
 // Adds `plan`'s records to the tally. world[r]: the world rank of the plan's rank r. With `parts`, the
 // records of shared files are also sent on from their chunk's aggregator to the file's merger.
+// In local index space, the plan of one partition's dataset: its levels are `level_offset` below the
+// whole domain's, its rounds follow `round_offset` earlier ones, and `key` sets its files and blocks
+// apart from the other parts'.
+struct PartOf {
+  int level_offset = 0;
+  int round_offset = 0;
+  int64_t key = 0;
+};
+
 void tally_plan(const format::IdxFile& idx, const hzorder::HzSpace& space, const std::vector<BoxInfo>& boxes,
                 const WritePlan& plan, const std::vector<int64_t>& sample_bytes, const std::vector<int>& world,
-                const hzorder::Partitions* parts, const PartitionGroups* groups, Tally& t) {
+                const hzorder::Partitions* parts, const PartitionGroups* groups, Tally& t, PartOf part = {}) {
   std::vector<int> round_of(plan.chunks.size(), 0);
   for (size_t r = 0; r < plan.rounds.size(); ++r)
-    for (int c : plan.rounds[r]) round_of[static_cast<size_t>(c)] = static_cast<int>(r);
+    for (int c : plan.rounds[r]) round_of[static_cast<size_t>(c)] = part.round_offset + static_cast<int>(r);
   std::map<std::pair<int64_t, int64_t>, std::vector<int>> chunks_of_file;
   for (size_t c = 0; c < plan.chunks.size(); ++c)
     chunks_of_file[{plan.chunks[c].time, plan.chunks[c].first_block}].push_back(static_cast<int>(c));
@@ -70,12 +79,13 @@ void tally_plan(const format::IdxFile& idx, const hzorder::HzSpace& space, const
   for (size_t i = 0; i < boxes.size(); ++i) {
     const BoxInfo& b = boxes[i];
     const int64_t gid =
+        part.key +
         t.field_time.emplace(std::make_pair(b.field, b.time), static_cast<int64_t>(t.field_time.size())).first->second;
     const int64_t sbytes = sample_bytes[static_cast<size_t>(b.field)];
     of_box.clear();
     for (uint64_t block : *plan.box_blocks[i]) {
-      t.blocks.emplace_back(gid, block);
-      const int level = space.level_of_block(block);
+      const int level = part.level_offset + space.level_of_block(block);
+      t.blocks.emplace_back(gid, block, level);
       const int64_t first = format::first_block_of_file(idx, static_cast<int64_t>(block));
       const int64_t entry = format::entry_in_file(idx, b.field, block);
       if (file_key != std::make_pair(b.time, first)) {
@@ -98,7 +108,7 @@ void tally_plan(const format::IdxFile& idx, const hzorder::HzSpace& space, const
       LevelSummary& l = t.levels[static_cast<size_t>(level)];
       l.chunk_bytes_max = std::max(l.chunk_bytes_max, chunk.bytes);
       t.bytes += samples * sbytes;
-      if (b.field == 0 && b.time == 0 && !shared) t.level_files[static_cast<size_t>(level)].push_back(first);
+      if (b.field == 0 && b.time == 0 && !shared) t.level_files[static_cast<size_t>(level)].push_back(part.key + first);
       const int agg = world[static_cast<size_t>(chunk.aggregator)], sender = world[static_cast<size_t>(b.rank)];
       of_box.push_back({level, agg, sender, round_of[static_cast<size_t>(c)], samples * sbytes});
       if (lo == dlo && hi == dhi && sender != agg && (sbytes << idx.bits_per_block) >= int64_t{kDetachedBlockBytes})
@@ -137,7 +147,7 @@ void summarize(const hzorder::HzSpace& space, Tally& t, const std::vector<int>& 
   s.bytes = t.bytes;
   std::sort(t.blocks.begin(), t.blocks.end());
   t.blocks.erase(std::unique(t.blocks.begin(), t.blocks.end()), t.blocks.end());
-  for (const auto& [gid, block] : t.blocks) ++t.levels[static_cast<size_t>(space.level_of_block(block))].blocks;
+  for (const auto& [gid, block, level] : t.blocks) ++t.levels[static_cast<size_t>(level)].blocks;
   const auto partition = [&](int rank) {
     return partition_of_rank.empty() ? 0 : partition_of_rank[static_cast<size_t>(rank)];
   };
@@ -240,13 +250,14 @@ PlanSummary summarize_partitioned_plan(const format::IdxFile& idx, const hzorder
                                        const std::vector<Box>& rank_boxes, const PlanOptions& options,
                                        const std::vector<int64_t>& sample_bytes,
                                        const std::vector<int64_t>& block_bytes, const hzorder::Partitions& parts,
-                                       bool details) {
+                                       const CreateOptions* local, bool details) {
   const int ranks = static_cast<int>(rank_boxes.size());
   const int n = parts.count();
   const int fields = static_cast<int>(sample_bytes.size());
   PlanSummary s;
   s.ranks = ranks;
   s.partitions = n;
+  s.index_space = local ? "local" : "global";
   s.bitmask = idx.bitmask.text();
   // The votes every rank's all-reduces give, then the groups.
   PartitionVotes votes{std::vector<int>(static_cast<size_t>(n), INT_MAX),
@@ -312,27 +323,68 @@ PlanSummary summarize_partitioned_plan(const format::IdxFile& idx, const hzorder
       if (b.rank != 0) boxes.push_back(b);
     std::stable_sort(boxes.begin(), boxes.end(), [](const BoxInfo& a, const BoxInfo& b) { return a.rank < b.rank; });
     const int size = static_cast<int>(list.size());
-    const WritePlan plan = make_write_plan(idx, space, boxes, size, options, block_bytes);
     const size_t before = t.moves.size();
     const int64_t detached_before = t.detached;
-    tally_plan(idx, space, boxes, plan, sample_bytes, list, &parts, &groups, t);
     GroupSummary gs;
     gs.partition = g;
     for (int p = 0; p < n; ++p)
       if (groups.group_of[static_cast<size_t>(p)] == g) gs.partitions.push_back(p);
     gs.ranks = size;
     std::set<int> aggs;
-    std::set<std::pair<int64_t, int64_t>> own;
-    for (const Chunk& c : plan.chunks) {
-      aggs.insert(list[static_cast<size_t>(c.aggregator)]);
-      if (parts.of_blocks(static_cast<uint64_t>(c.first_block), static_cast<uint64_t>(idx.blocks_per_file)) >= 0)
-        own.insert({c.time, c.first_block});
-      else
-        merged.insert({c.time, c.first_block});
+    if (local) {
+      // Each of the group's partitions is a dataset of its own, written by the group in turn.
+      int rounds = 0, round_offset = 0;
+      for (int p : gs.partitions) {
+        const Box& pb = parts.box(p);
+        CreateOptions part = *local;
+        for (size_t a = 0; a < part.dims.size(); ++a) part.dims[a] = pb.extent(static_cast<int>(a));
+        part.bitmask = "V" + idx.bitmask.text().substr(1 + static_cast<size_t>(parts.bits()));
+        part.bits_per_block = std::min(idx.bits_per_block, idx.bitmask.max_level() - parts.bits());
+        part.blocks_per_file = idx.blocks_per_file;
+        const format::IdxFile pidx = core::idx_for_create("/simulated/part.idx", part).value();
+        const hzorder::HzSpace pspace(pidx.bitmask, pidx.bits_per_block);
+        std::vector<BoxInfo> in_part;
+        for (const BoxInfo& b : boxes) {
+          Box c = b.box.intersect(pb);
+          if (c.empty()) continue;
+          for (int a = 0; a < 3; ++a) {
+            c.lo[a] -= pb.lo[a];
+            c.hi[a] -= pb.lo[a];
+          }
+          in_part.push_back({b.rank, b.field, b.time, c});
+        }
+        if (in_part.empty()) continue;
+        std::vector<int64_t> pblock_bytes;
+        for (int64_t sb : sample_bytes) pblock_bytes.push_back(sb << pidx.bits_per_block);
+        const WritePlan plan = make_write_plan(pidx, pspace, in_part, size, options, pblock_bytes);
+        tally_plan(pidx, pspace, in_part, plan, sample_bytes, list, nullptr, nullptr, t,
+                   {parts.bits(), round_offset, static_cast<int64_t>(p + 1) << 40});
+        round_offset += static_cast<int>(plan.rounds.size());
+        rounds = std::max(rounds, static_cast<int>(plan.rounds.size()));
+        for (const Chunk& c : plan.chunks) aggs.insert(list[static_cast<size_t>(c.aggregator)]);
+        gs.files += plan.files;
+        s.chunks += static_cast<int64_t>(plan.chunks.size());
+        for (const Chunk& c : plan.chunks) s.round_bytes_max = std::max(s.round_bytes_max, c.bytes);
+      }
+      s.rounds = std::max(s.rounds, rounds);
+    } else {
+      const WritePlan plan = make_write_plan(idx, space, boxes, size, options, block_bytes);
+      tally_plan(idx, space, boxes, plan, sample_bytes, list, &parts, &groups, t);
+      std::set<std::pair<int64_t, int64_t>> own;
+      for (const Chunk& c : plan.chunks) {
+        aggs.insert(list[static_cast<size_t>(c.aggregator)]);
+        if (parts.of_blocks(static_cast<uint64_t>(c.first_block), static_cast<uint64_t>(idx.blocks_per_file)) >= 0)
+          own.insert({c.time, c.first_block});
+        else
+          merged.insert({c.time, c.first_block});
+      }
+      gs.files = static_cast<int64_t>(own.size());
+      s.rounds = std::max(s.rounds, static_cast<int>(plan.rounds.size()));
+      s.chunks += static_cast<int64_t>(plan.chunks.size());
+      for (const Chunk& c : plan.chunks) s.round_bytes_max = std::max(s.round_bytes_max, c.bytes);
     }
     aggregators.insert(aggs.begin(), aggs.end());
     gs.aggregators = static_cast<int>(aggs.size());
-    gs.files = static_cast<int64_t>(own.size());
     std::set<std::tuple<int, int, int>> pairs;  // within the group: aggregator, sender, round
     for (size_t k = before; k < t.moves.size(); ++k) {
       const Move& m = t.moves[k];
@@ -341,9 +393,6 @@ PlanSummary summarize_partitioned_plan(const format::IdxFile& idx, const hzorder
       gs.bytes += m.bytes;
     }
     gs.messages = static_cast<int64_t>(pairs.size()) + (t.detached - detached_before);
-    s.rounds = std::max(s.rounds, static_cast<int>(plan.rounds.size()));
-    s.chunks += static_cast<int64_t>(plan.chunks.size());
-    for (const Chunk& c : plan.chunks) s.round_bytes_max = std::max(s.round_bytes_max, c.bytes);
     s.files += gs.files;
     s.groups.push_back(gs);
   }
@@ -432,7 +481,12 @@ Result<PlanSummary> simulate_write_plan(const WriteSimulation& w) {
   if (w.partitions > 1) {
     HZIO_ASSIGN_OR_RETURN(const hzorder::Partitions parts,
                           hzorder::Partitions::make(idx.bitmask, idx.bits_per_block, idx.box, w.partitions));
-    return summarize_partitioned_plan(idx, space, w.rank_boxes, options, sample_bytes, block_bytes, parts, w.details);
+    if (w.local_index_space && parts.bits() >= idx.bitmask.max_level()) {
+      return invalid_argument(std::to_string(w.partitions) + " partitions in local index space need a bitmask of more "
+                              "than " + std::to_string(parts.bits()) + " characters");
+    }
+    return summarize_partitioned_plan(idx, space, w.rank_boxes, options, sample_bytes, block_bytes, parts,
+                                      w.local_index_space ? &o : nullptr, w.details);
   }
   const WritePlan plan = make_write_plan(idx, space, boxes, ranks, options, block_bytes);
   return summarize_write_plan(idx, space, boxes, ranks, plan, sample_bytes, partition_of_rank, w.details);
@@ -440,6 +494,7 @@ Result<PlanSummary> simulate_write_plan(const WriteSimulation& w) {
 
 std::string PlanSummary::to_json() const {
   std::string out = "{\"ranks\": " + std::to_string(ranks) + ", \"partitions\": " + std::to_string(partitions) +
+                    ", \"index_space\": \"" + index_space + "\"" +
                     ", \"bitmask\": \"" + bitmask + "\", \"rank_conforming\": " + (rank_conforming ? "true" : "false") +
                     ", \"files\": " + std::to_string(files) + ", \"chunks\": " + std::to_string(chunks) +
                     ", \"aggregators\": " + std::to_string(aggregators) + ", \"rounds\": " + std::to_string(rounds) +

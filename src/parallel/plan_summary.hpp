@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "hzio/dataset.hpp"
 #include "hzio/plan.hpp"
 #include "hzorder/partition.hpp"
 #include "parallel/write_plan.hpp"
@@ -23,12 +24,13 @@ PlanSummary summarize_write_plan(const format::IdxFile& idx, const hzorder::HzSp
 // Local, pure. The summary of a partitioned write of one box per rank (every field): the groups, each
 // group's plan (make_write_plan over its ranks, after the parts of boxes straddling into other groups'
 // partitions moved to their leaders), and the merge of the shared files, as ParallelDataset's
-// partitioned flush makes them.
+// partitioned flush makes them. With `local` (the create's options), in local index space: each group
+// plans each of its partitions' datasets in turn, and nothing is merged.
 PlanSummary summarize_partitioned_plan(const format::IdxFile& idx, const hzorder::HzSpace& space,
                                        const std::vector<Box>& rank_boxes, const PlanOptions& options,
                                        const std::vector<int64_t>& sample_bytes,
                                        const std::vector<int64_t>& block_bytes, const hzorder::Partitions& parts,
-                                       bool details = false);
+                                       const CreateOptions* local = nullptr, bool details = false);
 
 // Local, pure. The partition (0 .. partitions - 1) of a sample: the top log2(partitions) bits of its Z
 // address under `bitmask` (the partition template is the bitmask's first log2(partitions) characters).

@@ -2,7 +2,7 @@
 
 Run as ``mpiexec -n N python plan_vs_real.py '{"out": DIR, "grid": [...], "side": S, "fields": F,
 "bits_per_block": B, "blocks_per_file": K, "aggregator_bytes": A, "placement": P, "order": O,
-"partitions": R, "shift": S}'``. Every rank
+"partitions": R, "shift": S, "index_space": I}'``. Every rank
 writes its box of ``hzio.grid_boxes`` for every field; rank 0 also runs ``hzio.plan`` on the same
 decomposition (no MPI) and prints both the write report and the simulated summary.
 """
@@ -40,16 +40,17 @@ def run(comm, a):
     fields = {f"f{i}": "float64" for i in range(a["fields"])}
     options = dict(bits_per_block=a["bits_per_block"], blocks_per_file=a["blocks_per_file"])
     partitions = int(a.get("partitions", 1))
+    space = a.get("index_space", "global")
     with hzio.create(os.path.join(a["out"], "real.idx"), shape=shape, fields=fields, comm=comm, overwrite=True,
                      placement=a["placement"], aggregator_bytes=a["aggregator_bytes"], partitions=partitions,
-                     **options) as ds:
+                     index_space=space, **options) as ds:
         for name in fields:
             ds.write(np.full(tuple(h - l for l, h in zip(lo, hi)), comm.rank, np.float64), offset=lo, field=name)
         report = ds.flush()
     if comm.rank == 0:
         simulated = hzio.plan(shape, rank_boxes=boxes, dtype="float64", fields=a["fields"],
                               placement=a["placement"], aggregator_bytes=a["aggregator_bytes"],
-                              partitions=partitions, **options)
+                              partitions=partitions, index_space=space, **options)
         print(json.dumps({"report": json.loads(json.dumps(dict(report), default=dict)), "simulated": simulated}))
 
 

@@ -1,0 +1,182 @@
+"""Collective writes with partitions in local index space (a dataset per partition and a ``.midx`` mosaic)
+of random data over random box decompositions.
+
+Run under mpiexec (``tests/python/test_local_partitions.py`` does)::
+
+    mpiexec -n 4 python write_local.py '{"out": "/tmp/d", "seed": 7, "case": {"shape": [40, 33, 17], ...}}'
+
+The JSON argument (or ``$HZIO_MPI_ARGS``) holds ``out`` (a directory), ``seed``, ``case`` (see
+:func:`normalize_case`) and ``stage``:
+
+``"create"`` (default)
+    ``hzio.create(<out>/local.idx, ..., comm=, partitions=, index_space="local")``; every rank writes its
+    boxes of every (field, timestep) of ``times`` (:func:`plan_writes`: a random bisection of the domain
+    per pair, random owners, some ranks idle, some boxes left out), one ``flush``, ``close``. With
+    ``append_time``, the mosaic is then reopened with ``hzio.open(<out>/local.midx, comm=, mode="r+")``
+    and that new timestep is written the same way (no box left out), flushed and closed.
+``"append"``
+    Only the second half, on an existing ``<out>/local.midx`` (written by another run, maybe at
+    another rank count).
+
+Rank 0 prints one JSON line: the paths, each flush's report (timings dropped; ``same_reports`` says
+whether every rank returned the same one) and the bytes each rank handed to ``write`` per flush.
+
+The module is importable without MPI: the test uses :func:`build_arrays`, :func:`plan_writes` and
+:func:`expected_arrays` to know what the mosaic must hold.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import hz_expect as he  # noqa: E402
+from abort_on_failure import aborting_every_rank  # noqa: E402
+from write_random import bisect  # noqa: E402
+
+_DEFAULTS = dict(times=[0, 1], codec="raw", bitmask=None, bits_per_block=None, blocks_per_file=None,
+                 placement="localized", holes=0.0, idle_ranks=0, append_time=None)
+
+
+def normalize_case(case: dict) -> dict:
+    """The case with defaults filled in.
+
+    Keys: ``shape``; ``fields`` as ``[[name, dtype], ...]`` or ``[[name, dtype, {"codec": ...}], ...]``;
+    ``partitions`` (R, a power of two >= 2); ``times`` (declared at create and all written);
+    ``codec``, ``bitmask``, ``bits_per_block``, ``blocks_per_file``, ``placement`` as in
+    ``hzio.create``; ``holes`` (probability that a box of the create's timesteps is left unwritten);
+    ``idle_ranks`` (that many ranks own no box, when there are more ranks than that); ``append_time``
+    (a timestep written after reopening the mosaic, None: none).
+    """
+    out = dict(_DEFAULTS)
+    out.update(case)
+    out["shape"] = tuple(int(v) for v in out["shape"])
+    out["fields"] = [list(f) for f in out["fields"]]
+    out["times"] = [int(t) for t in out["times"]]
+    return out
+
+
+def dtypes(case: dict) -> dict:
+    return {f[0]: f[1] for f in case["fields"]}
+
+
+def all_times(case: dict) -> list:
+    """Every timestep the mosaic gets: the create's, then the appended one."""
+    return case["times"] + ([int(case["append_time"])] if case["append_time"] is not None else [])
+
+
+def build_arrays(seed: int, case: dict) -> dict:
+    """The global arrays ``{(field, time): ndarray}`` of every timestep (the same on every rank)."""
+    rng = np.random.default_rng([seed, 21])
+    return {(f, t): he.random_array(rng, case["shape"], d) for t in all_times(case) for f, d in dtypes(case).items()}
+
+
+def plan_writes(seed: int, case: dict, size: int, times) -> list:
+    """The writes of one collective write of ``times`` at ``size`` ranks: ``[(rank, field, time, lo, hi)]``.
+
+    Each (field, timestep) gets its own bisection or reuses the previous one (new owners either way);
+    ``idle_ranks`` random ranks own no box. Boxes are left out (``holes``) only at the create's
+    timesteps, so that every partition gets samples of an appended timestep.
+    """
+    times = [int(t) for t in times]
+    rng = np.random.default_rng([seed, 22, size, *times])
+    idle = int(case["idle_ranks"]) if size > int(case["idle_ranks"]) else 0
+    active = rng.permutation(size)[idle:]
+    writes, boxes = [], None
+    for t in times:
+        for f in dtypes(case):
+            if boxes is None or rng.random() < 0.5:
+                boxes = bisect(rng, case["shape"], int(rng.integers(2, 2 * size + 6)))
+            for lo, hi in boxes:
+                if t in case["times"] and rng.random() < case["holes"]:
+                    continue
+                writes.append((int(rng.choice(active)), f, t, tuple(lo), tuple(hi)))
+    return [writes[i] for i in rng.permutation(len(writes))]
+
+
+def expected_arrays(seed: int, case: dict, runs) -> dict:
+    """What every (field, timestep) must read back as after ``runs``, ``[(size, times)]`` (the
+    collective writes in order): the written boxes, 0 elsewhere."""
+    arrays = build_arrays(seed, case)
+    out = {}
+    for (f, t), a in arrays.items():
+        out[(f, t)] = np.zeros_like(a)
+    for size, times in runs:
+        for _, f, t, lo, hi in plan_writes(seed, case, size, times):
+            box = tuple(slice(l, h) for l, h in zip(lo, hi))
+            out[(f, t)][box] = arrays[(f, t)][box]
+    return out
+
+
+def fields_spec(case: dict) -> list:
+    return [(f[0], f[1], f[2]) if len(f) > 2 else (f[0], f[1]) for f in case["fields"]]
+
+
+def _stable(report) -> dict:
+    """The report as plain values, without timings (which differ between ranks)."""
+    out = {k: v for k, v in dict(report).items() if k not in ("max", "mean", "levels", "groups", "merge")}
+    out["levels"] = [dict(lv) for lv in report["levels"]]
+    out["groups"] = [dict(g, partitions=list(g["partitions"])) for g in report["groups"]]
+    out["merge"] = dict(report["merge"])
+    return out
+
+
+def _write(ds, rank, writes, arrays) -> int:
+    nbytes = 0
+    for r, f, t, lo, hi in writes:
+        if r == rank:
+            data = np.ascontiguousarray(arrays[(f, t)][tuple(slice(l, h) for l, h in zip(lo, hi))])
+            ds.write(data, offset=lo, field=f, time=t)
+            nbytes += data.nbytes
+    return nbytes
+
+
+def write_collectively(comm, out, seed, case, stage):
+    """The collective writes of ``stage``; returns [(type name, report, bytes this rank staged)]."""
+    import hzio  # noqa: PLC0415
+
+    arrays = build_arrays(seed, case)
+    path, midx = os.path.join(out, "local.idx"), os.path.join(out, "local.midx")
+    done = []
+    if stage == "create":
+        ds = hzio.create(path, case["shape"], fields_spec(case), codec=case["codec"], bitmask=case["bitmask"],
+                         bits_per_block=case["bits_per_block"], blocks_per_file=case["blocks_per_file"],
+                         times=case["times"], overwrite=True, durable=False, comm=comm, placement=case["placement"],
+                         threads=1, partitions=case["partitions"], index_space="local")
+        nbytes = _write(ds, comm.rank, plan_writes(seed, case, comm.size, case["times"]), arrays)
+        done.append((type(ds).__name__, _stable(ds.flush()), nbytes))
+        ds.close()
+    if case["append_time"] is not None:
+        ds = hzio.open(midx, comm=comm, mode="r+", durable=False, threads=1, placement=case["placement"])
+        nbytes = _write(ds, comm.rank, plan_writes(seed, case, comm.size, [case["append_time"]]), arrays)
+        done.append((type(ds).__name__, _stable(ds.flush()), nbytes))
+        ds.close()
+    return done
+
+
+def main(argv) -> None:
+    from mpi4py import MPI  # noqa: PLC0415
+
+    comm = MPI.COMM_WORLD
+    with aborting_every_rank(comm):
+        args = json.loads(argv[1] if len(argv) > 1 else os.environ["HZIO_MPI_ARGS"])
+        seed, case, out = int(args["seed"]), normalize_case(args["case"]), args["out"]
+        done = write_collectively(comm, out, seed, case, args.get("stage", "create"))
+        everyone = comm.gather(done, root=0)
+        if comm.rank == 0:
+            print(json.dumps({"path": os.path.join(out, "local.idx"), "midx": os.path.join(out, "local.midx"),
+                              "size": comm.size, "types": [d[0] for d in done],
+                              "reports": [d[1] for d in done],
+                              "same_reports": all([d[1] for d in e] == [d[1] for d in done] for e in everyone),
+                              "staged_bytes": [[e[i][2] for e in everyone] for i in range(len(done))]}),
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
