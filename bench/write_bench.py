@@ -424,7 +424,7 @@ def partition_summary(rep):
         ``partitions``; ``groups`` and ``ranks_per_group`` (without partitions the ranks form one group);
         ``messages`` and ``message_bytes`` (all ranks); ``group_messages`` (within groups, summed),
         ``group_max_messages`` and ``group_max_bytes`` (the most in one group); ``merge`` (``mergers``,
-        ``files``, ``messages``, ``bytes``); ``moved_messages`` and ``moved_bytes``.
+        ``files``, ``messages``, ``bytes``, ``seconds``); ``moved_messages`` and ``moved_bytes``.
 
     Examples
     --------
@@ -442,7 +442,7 @@ def partition_summary(rep):
             "group_messages": sum(g["messages"] for g in groups),
             "group_max_messages": max(g["messages"] for g in groups),
             "group_max_bytes": max(g["bytes"] for g in groups),
-            "merge": {k: rep["merge"][k] for k in ("mergers", "files", "messages", "bytes")},
+            "merge": {k: rep["merge"].get(k, 0) for k in ("mergers", "files", "messages", "bytes", "seconds")},
             "moved_messages": rep["moved_messages"], "moved_bytes": rep["moved_bytes"]}
 
 
@@ -532,6 +532,7 @@ def _print_partitioning(placement, summaries):
             "merge: mergers, files": lambda s: f"{s['merge']['mergers']}, {s['merge']['files']}",
             "merge: messages": lambda s: str(s["merge"]["messages"]),
             "merge: MiB": lambda s: mib(s["merge"]["bytes"]),
+            "merge: seconds (slowest rank)": lambda s: f"{s['merge']['seconds']:.3f}",
             "moved: messages": lambda s: str(s["moved_messages"]),
             "moved: MiB": lambda s: mib(s["moved_bytes"])}
     print(f"\nhzio {placement}, record messages between ranks by partition count (write report of the median rep):")

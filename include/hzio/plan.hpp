@@ -83,9 +83,9 @@ struct WriteSimulation {
   bool uniform = false;      // aggregator placement: uniform, else localized
   int aggregator_count = 0;  // 0: no cap
   int64_t aggregator_bytes = int64_t{256} << 20;
-  int partitions = 1;    // a power of two: the partitioned write (ParallelOptions::partitions) is simulated
+  int partitions = 1;              // a power of two: the partitioned write (ParallelOptions::partitions) is simulated
   bool local_index_space = false;  // with partitions: IndexSpace::kLocal
-  bool details = false;  // also list each level's aggregator ranks
+  bool details = false;            // also list each level's aggregator ranks
 };
 
 // Local, pure (no MPI). The plan every rank of a collective write (ParallelDataset::flush) would compute

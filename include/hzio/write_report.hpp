@@ -50,6 +50,7 @@ struct MergeReport {
   int64_t files = 0;
   int64_t messages = 0;  // from groups to mergers
   int64_t bytes = 0;
+  double seconds = 0;  // the slowest rank's time in the merge: sending, receiving, building and writing the files
 };
 
 struct WriteReport {

@@ -149,8 +149,9 @@ void bind_reports(nb::module_& m) {
   merge.def_ro("mergers", &MergeReport::mergers)
       .def_ro("files", &MergeReport::files)
       .def_ro("messages", &MergeReport::messages)
-      .def_ro("bytes", &MergeReport::bytes);
-  def_repr(merge, "MergeReport", {"mergers", "files", "messages", "bytes"});
+      .def_ro("bytes", &MergeReport::bytes)
+      .def_ro("seconds", &MergeReport::seconds);
+  def_repr(merge, "MergeReport", {"mergers", "files", "messages", "bytes", "seconds"});
 
   nb::class_<WriteReport> write(m, "WriteReport", "What a commit did: phase seconds, bytes, files, per-level work.");
   write.def_ro("ranks", &WriteReport::ranks)

@@ -136,6 +136,7 @@ class MergeReport(_Result):
     files: int
     messages: int
     bytes: int
+    seconds: float  #: the slowest rank's time in the merge (sending, receiving, building and writing the files)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

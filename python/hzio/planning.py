@@ -139,7 +139,9 @@ def plot_partitions(png: str, shape: Sequence[int], grid: Sequence[int], counts:
               ("busiest aggregator (messages)", "messages_max", "s-")]
     for label, key, style in series:
         ax.plot(xs, [p[key] for _, p in rows], style, label=label)
-    ax.plot(xs, [max(1, p["merge"]["messages"]) for _, p in rows], "^--", label="merge messages (all mergers)")
+    merged = [(c, p["merge"]["messages"]) for c, p in rows if c > 1 and p["merge"]["messages"] > 0]
+    if merged:  # one partition merges nothing
+        ax.plot(*zip(*merged), "^--", label="merge messages (all mergers)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(xs, [str(x) for x in xs])

@@ -207,7 +207,7 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
     MPI_Ireduce(&mine_aggregated, &group_aggregators, 1, MPI_INT64_T, MPI_SUM, 0, xcomm_, &request);
     parallel::wait(request);
     int64_t sums[6] = {group_aggregators, 0, 0, 0, 0, 0};  // aggregators, files, messages, message bytes, file
-                                                            // bytes, rounds (max)
+                                                           // bytes, rounds (max)
     for (const WriteReport& w : written) {
       sums[1] += w.files;
       sums[2] += w.messages;

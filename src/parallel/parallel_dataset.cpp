@@ -418,7 +418,14 @@ Status ParallelDataset::Impl::write_staged(FlushPlan& fp, core::WriteTally& t) {
   if (s.is_ok()) s = agree(xcomm_, failed);
   // A group may fail while the others finished: every rank hears of it before the merge and the commit.
   if (part_) s = agree(comm_, s);
-  if (s.is_ok() && part_) s = agree(comm_, merge_shared(t));
+  if (s.is_ok() && part_) {
+    Status merged;
+    {
+      util::ScopedSeconds timer(part_->merge_seconds);
+      merged = merge_shared(t);
+    }
+    s = agree(comm_, merged);
+  }
   staged_.clear();
   if (!s.is_ok()) {
     ds().files.abort();

@@ -62,7 +62,8 @@ class ParallelDataset::Impl {
     util::LargeBuffer arena;                          // parts of boxes received from other groups
     bool writes_idx = false;                          // the lowest leader writes the .idx
     bool rank_conforming = false;
-    int64_t group_files = 0;  // data files the group writes itself
+    int64_t group_files = 0;   // data files the group writes itself
+    double merge_seconds = 0;  // this rank's time in merge_shared
     ~Partitioned();
   };
   std::unique_ptr<Partitioned> part_;

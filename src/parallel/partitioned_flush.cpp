@@ -477,7 +477,9 @@ void ParallelDataset::Impl::reduce_partitioned(WriteReport& r, int rounds) {
   parallel::allreduce(world, sum, 8, MPI_INT64_T, MPI_SUM, comm_);
   int most = rounds, most_all = 0;
   parallel::allreduce(&most, &most_all, 1, MPI_INT, MPI_MAX, comm_);
-  r.merge = {static_cast<int>(sum[3]), sum[2], sum[0], sum[1]};
+  double merge_seconds = 0;
+  parallel::allreduce(&P.merge_seconds, &merge_seconds, 1, MPI_DOUBLE, MPI_MAX, comm_);
+  r.merge = {static_cast<int>(sum[3]), sum[2], sum[0], sum[1], merge_seconds};
   r.moved_messages = sum[4];
   r.moved_bytes = sum[5];
   r.aggregators = static_cast<int>(sum[6]);

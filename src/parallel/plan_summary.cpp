@@ -45,9 +45,9 @@ std::string num(double v) {
 struct Tally {
   std::vector<Move> moves;
   std::vector<LevelSummary> levels;
-  std::vector<std::vector<int64_t>> level_files;          // first blocks of each level's files (field 0, time 0)
+  std::vector<std::vector<int64_t>> level_files;           // first blocks of each level's files (field 0, time 0)
   std::vector<std::tuple<int64_t, uint64_t, int>> blocks;  // (field and time, block, level) of every box
-  std::map<std::pair<int, int64_t>, int64_t> field_time;  // (field, time) -> id
+  std::map<std::pair<int, int64_t>, int64_t> field_time;   // (field, time) -> id
   int64_t bytes = 0;
   int64_t detached = 0;  // whole raw blocks of at least kDetachedBlockBytes sent to another rank: a message each
 };
@@ -482,8 +482,10 @@ Result<PlanSummary> simulate_write_plan(const WriteSimulation& w) {
     HZIO_ASSIGN_OR_RETURN(const hzorder::Partitions parts,
                           hzorder::Partitions::make(idx.bitmask, idx.bits_per_block, idx.box, w.partitions));
     if (w.local_index_space && parts.bits() >= idx.bitmask.max_level()) {
-      return invalid_argument(std::to_string(w.partitions) + " partitions in local index space need a bitmask of more "
-                              "than " + std::to_string(parts.bits()) + " characters");
+      return invalid_argument(std::to_string(w.partitions) +
+                              " partitions in local index space need a bitmask of more "
+                              "than " +
+                              std::to_string(parts.bits()) + " characters");
     }
     return summarize_partitioned_plan(idx, space, w.rank_boxes, options, sample_bytes, block_bytes, parts,
                                       w.local_index_space ? &o : nullptr, w.details);
@@ -494,8 +496,8 @@ Result<PlanSummary> simulate_write_plan(const WriteSimulation& w) {
 
 std::string PlanSummary::to_json() const {
   std::string out = "{\"ranks\": " + std::to_string(ranks) + ", \"partitions\": " + std::to_string(partitions) +
-                    ", \"index_space\": \"" + index_space + "\"" +
-                    ", \"bitmask\": \"" + bitmask + "\", \"rank_conforming\": " + (rank_conforming ? "true" : "false") +
+                    ", \"index_space\": \"" + index_space + "\"" + ", \"bitmask\": \"" + bitmask +
+                    "\", \"rank_conforming\": " + (rank_conforming ? "true" : "false") +
                     ", \"files\": " + std::to_string(files) + ", \"chunks\": " + std::to_string(chunks) +
                     ", \"aggregators\": " + std::to_string(aggregators) + ", \"rounds\": " + std::to_string(rounds) +
                     ", \"round_bytes_max\": " + std::to_string(round_bytes_max) +

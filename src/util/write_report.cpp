@@ -39,7 +39,7 @@ std::string WriteReport::to_json() const {
   }
   s += "], \"merge\": {\"mergers\": " + std::to_string(merge.mergers) + ", \"files\": " + std::to_string(merge.files) +
        ", \"messages\": " + std::to_string(merge.messages) + ", \"bytes\": " + std::to_string(merge.bytes) +
-       "}, \"moved_messages\": " + std::to_string(moved_messages) +
+       ", \"seconds\": " + num(merge.seconds) + "}, \"moved_messages\": " + std::to_string(moved_messages) +
        ", \"moved_bytes\": " + std::to_string(moved_bytes) + ", \"max\": " + phases(max) +
        ", \"mean\": " + phases(mean) + ", \"levels\": [";
   for (size_t i = 0; i < levels.size(); ++i) {

@@ -41,7 +41,7 @@ from abort_on_failure import aborting_every_rank  # noqa: E402
 from write_random import bisect  # noqa: E402
 
 _DEFAULTS = dict(times=[0, 1], codec="raw", bitmask=None, bits_per_block=None, blocks_per_file=None,
-                 placement="localized", holes=0.0, idle_ranks=0, append_time=None)
+                 placement="localized", holes=0.0, idle_ranks=0, append_time=None, append_region=None)
 
 
 def normalize_case(case: dict) -> dict:
@@ -52,7 +52,8 @@ def normalize_case(case: dict) -> dict:
     ``codec``, ``bitmask``, ``bits_per_block``, ``blocks_per_file``, ``placement`` as in
     ``hzio.create``; ``holes`` (probability that a box of the create's timesteps is left unwritten);
     ``idle_ranks`` (that many ranks own no box, when there are more ranks than that); ``append_time``
-    (a timestep written after reopening the mosaic, None: none).
+    (a timestep written after reopening the mosaic, None: none); ``append_region`` (``[lo, hi]``: the
+    appended timestep's boxes cut only this part of the domain, None: all of it).
     """
     out = dict(_DEFAULTS)
     out.update(case)
@@ -90,9 +91,14 @@ def plan_writes(seed: int, case: dict, size: int, times) -> list:
     active = rng.permutation(size)[idle:]
     writes, boxes = [], None
     for t in times:
+        region = ((0,) * len(case["shape"]), case["shape"])
+        if t not in case["times"] and case["append_region"] is not None:
+            region = tuple(tuple(int(v) for v in c) for c in case["append_region"])
         for f in dtypes(case):
             if boxes is None or rng.random() < 0.5:
-                boxes = bisect(rng, case["shape"], int(rng.integers(2, 2 * size + 6)))
+                cut = bisect(rng, [h - l for l, h in zip(*region)], int(rng.integers(2, 2 * size + 6)))
+                boxes = [(tuple(a + l for a, l in zip(lo, region[0])), tuple(b + l for b, l in zip(hi, region[0])))
+                         for lo, hi in cut]
             for lo, hi in boxes:
                 if t in case["times"] and rng.random() < case["holes"]:
                     continue
@@ -123,7 +129,7 @@ def _stable(report) -> dict:
     out = {k: v for k, v in dict(report).items() if k not in ("max", "mean", "levels", "groups", "merge")}
     out["levels"] = [dict(lv) for lv in report["levels"]]
     out["groups"] = [dict(g, partitions=list(g["partitions"])) for g in report["groups"]]
-    out["merge"] = dict(report["merge"])
+    out["merge"] = {k: v for k, v in dict(report["merge"]).items() if k != "seconds"}
     return out
 
 

@@ -17,6 +17,9 @@ that dies), ``mode`` and ``fraction``:
     the GIL, so the timer fires inside the collective). If the victim's flush returns first it kills
     itself at once.
 
+Optional keys ``partitions`` and ``index_space`` go to ``hzio.create`` (with ``"local"`` the dataset is
+a ``killed.midx`` mosaic of one dataset per partition, which ``hzio.open(killed.idx)`` finds).
+
 Timestep 0 is written by ``hzio.create(..., comm=)`` and closed; timestep 1 by ``hzio.open(path, mode="r+",
 comm=)``, so that it is a new timestep added to the ``.idx``. mpiexec is expected to abort the job.
 Markers in ``out``: ``t0.json`` (rank 0, before timestep 1: the timestep-0 flush seconds, the maximum
@@ -92,7 +95,8 @@ def run(comm, args) -> None:
     path = os.path.join(out, "killed.idx")
     arrays = build_arrays(seed)
     ds = hzio.create(path, shape=SHAPE, fields=FIELDS, bits_per_block=BITS_PER_BLOCK, blocks_per_file=BLOCKS_PER_FILE,
-                     times=[0], overwrite=True, comm=comm, threads=1, partitions=int(args.get("partitions", 1)))
+                     times=[0], overwrite=True, comm=comm, threads=1, partitions=int(args.get("partitions", 1)),
+                     index_space=args.get("index_space", "global"))
     _stage(ds, arrays, 0, slabs(seed, 0, size)[rank])
     start = time.perf_counter()
     ds.flush()
