@@ -185,6 +185,7 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
   s = agree(comm_, s);
   if (!s.is_ok()) {
     part_.reset();
+    xcomm_ = comm_;
     return s;
   }
   // The report: the groups' part writes, summed per group on its leader, then gathered by the leaders.
@@ -271,6 +272,7 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
                v[4] * scale, v[5] * scale, v[6] * scale, v[7] * scale};
   }
   part_.reset();
+  xcomm_ = comm_;
   last_write_report_ = r;
   return r;
 }

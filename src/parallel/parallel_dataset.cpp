@@ -461,11 +461,15 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
     util::ScopedSeconds timer(t.phases.total);
     s = write_staged(fp, t);
   }
-  HZIO_RETURN_IF_ERROR(s);
-  int64_t total_bytes = 0;
-  parallel::allreduce(&fp.bytes, &total_bytes, 1, MPI_INT64_T, MPI_SUM, comm_);
-  last_write_report_ = reduce(fp.plan, t, total_bytes);
+  if (s.is_ok()) {
+    int64_t total_bytes = 0;
+    parallel::allreduce(&fp.bytes, &total_bytes, 1, MPI_INT64_T, MPI_SUM, comm_);
+    last_write_report_ = reduce(fp.plan, t, total_bytes);
+  }
+  // The group's communicators go with the flush, on errors too.
   part_.reset();
+  xcomm_ = comm_;
+  HZIO_RETURN_IF_ERROR(s);
   return last_write_report_;
 }
 

@@ -280,14 +280,15 @@ CreateOptions float_field(const Point& dims, const std::string& codec, int bpb, 
 }
 
 // One aggregator's disk fills up in the middle of a flush: every rank gets the error (no rank hangs in
-// a later round), and the dataset keeps its last commit.
-TEST(ParallelWrite, AFullDiskOnOneRankFailsTheFlushEverywhereAndKeepsTheLastCommit) {
-  const std::string path = g_dir + "/full.idx";
+// a later round, the merge or another group's steps), and the dataset keeps its last commit.
+void full_disk_case(int partitions) {
+  const std::string path = g_dir + "/full" + std::to_string(partitions) + ".idx";
   const Point dims{32, 32, 64};
   CreateOptions o = float_field(dims, "raw", 6, 4);  // 1024 blocks in 256 files: every rank aggregates some
   o.times = {0, 1};
   ParallelOptions p;
   p.aggregator_bytes = 1024;  // many rounds
+  p.partitions = partitions;
   auto ds = ParallelDataset::create(MPI_COMM_WORLD, path, o, p).value();
   const int64_t z0 = dims[2] * g_rank / g_size, z1 = dims[2] * (g_rank + 1) / g_size;
   const Box mine{{0, 0, z0}, {dims[0], dims[1], z1}};
@@ -315,6 +316,10 @@ TEST(ParallelWrite, AFullDiskOnOneRankFailsTheFlushEverywhereAndKeepsTheLastComm
     EXPECT_EQ(got, std::vector<float>(all.size(), 0.0f));
   }
   MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(ParallelWrite, AFullDiskOnOneRankFailsTheFlushEverywhereAndKeepsTheLastCommit) {
+  for (int partitions : {1, 2, 4}) full_disk_case(partitions);
 }
 
 TEST(ParallelRead, IndependentAndTwoPhaseReadsEqualOneProcessReads) {

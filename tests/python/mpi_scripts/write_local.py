@@ -17,6 +17,8 @@ The JSON argument (or ``$HZIO_MPI_ARGS``) holds ``out`` (a directory), ``seed``,
 ``"append"``
     Only the second half, on an existing ``<out>/local.midx`` (written by another run, maybe at
     another rank count).
+``"bad_input"``
+    Collective misuse (:func:`bad_input`), in ``<out>``; rank 0 prints what each raised.
 
 Rank 0 prints one JSON line: the paths, each flush's report (timings dropped; ``same_reports`` says
 whether every rank returned the same one) and the bytes each rank handed to ``write`` per flush.
@@ -166,12 +168,78 @@ def write_collectively(comm, out, seed, case, stage):
     return done
 
 
+def _outcome(comm, action) -> list:
+    """Runs ``action()`` on every rank: ``[error type name or "ok", message]`` of rank 0, and whether every
+    rank got the same type (a collective error must be agreed, not raised on some ranks only)."""
+    try:
+        action()
+        got = ["ok", ""]
+    except Exception as e:  # noqa: BLE001
+        got = [type(e).__name__, str(e)]
+    kinds = comm.allgather(got[0])
+    return [got[0], got[1], len(set(kinds)) == 1]
+
+
+def bad_input(comm, out) -> dict:
+    """Collective misuse of local index space, each on every rank; ``{check: _outcome}``."""
+    import shutil  # noqa: PLC0415
+
+    import hzio  # noqa: PLC0415
+
+    shape, fields = (16, 12), {"v": "int16"}
+    kw = dict(comm=comm, overwrite=True, durable=False, threads=1)
+    res = {}
+
+    def create(name, **extra):
+        return hzio.create(os.path.join(out, name), shape, fields, **{**kw, **extra})
+
+    res["partitions_1"] = _outcome(comm, lambda: create("a.idx", partitions=1, index_space="local").close())
+    res["partitions_3"] = _outcome(comm, lambda: create("b.idx", partitions=3, index_space="local").close())
+    res["bogus_space"] = _outcome(comm, lambda: create("c.idx", partitions=2, index_space="bogus").close())
+    res["template_too_long"] = _outcome(comm, lambda: hzio.create(os.path.join(out, "d.idx"), (2, 2), fields, **kw,
+                                                                  partitions=4, index_space="local").close())
+    good = os.path.join(out, "m.idx")
+    with create("m.idx", partitions=2, index_space="local", times=[0]) as ds:
+        if comm.rank == 0:
+            ds.write(np.arange(16 * 12, dtype=np.int16).reshape(shape), time=0)
+    res["exists"] = _outcome(comm, lambda: hzio.create(good, shape, fields, comm=comm, partitions=2,
+                                                       index_space="local", durable=False).close())
+    res["collective_open_for_reading"] = _outcome(comm, lambda: hzio.open(good, comm=comm).read(time=0))
+    res["other_partition_count"] = _outcome(comm, lambda: hzio.open(good, comm=comm, mode="r+", partitions=4).close())
+    ds = hzio.open(good, comm=comm, mode="r+", durable=False)
+    res["write_outside"] = _outcome(comm, lambda: ds.write(np.zeros((4, 4), np.int16), offset=(14, 0), time=1))
+    res["read_through_writer"] = _outcome(comm, lambda: ds.read(time=0))
+    res["query_through_writer"] = _outcome(comm, lambda: ds.query("v", 0, 1, time=0))
+    ds.close()
+    # A mosaic whose second part is gone: found at open or at the flush that writes it, on every rank.
+    lost = os.path.join(out, "lost")
+    if comm.rank == 0:
+        shutil.copytree(out, lost, ignore=lambda d, names: [n for n in names if n == "lost"])
+        os.remove(os.path.join(lost, "m_p1.idx"))
+        with open(os.path.join(lost, "bad.midx"), "w") as f:
+            f.write("<dataset typename='IdxMultipleDataset' mosaic='true'>\n</dataset>\n")
+    comm.Barrier()
+
+    def write_lost():
+        with hzio.open(os.path.join(lost, "m.midx"), comm=comm, mode="r+", durable=False) as w:
+            w.write(np.ones(shape, np.int16), time=0)
+
+    res["missing_part"] = _outcome(comm, write_lost)
+    res["malformed"] = _outcome(comm, lambda: hzio.open(os.path.join(lost, "bad.midx"), comm=comm, mode="r+").close())
+    return res
+
+
 def main(argv) -> None:
     from mpi4py import MPI  # noqa: PLC0415
 
     comm = MPI.COMM_WORLD
     with aborting_every_rank(comm):
         args = json.loads(argv[1] if len(argv) > 1 else os.environ["HZIO_MPI_ARGS"])
+        if args.get("stage") == "bad_input":
+            res = bad_input(comm, args["out"])
+            if comm.rank == 0:
+                print(json.dumps(res), flush=True)
+            return
         seed, case, out = int(args["seed"]), normalize_case(args["case"]), args["out"]
         done = write_collectively(comm, out, seed, case, args.get("stage", "create"))
         everyone = comm.gather(done, root=0)
