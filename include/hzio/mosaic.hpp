@@ -34,6 +34,17 @@ struct Mosaic {
   static Result<Mosaic> parse(std::string_view text);
 };
 
+// Local, pure. Checks that the mosaic's parts are the partitions its bitmask's first log2(partitions)
+// characters cut its dims into: its bitmask is valid and covers the dims, each partition the dims reach
+// has exactly one part, which starts at the partition's first sample, and no other part exists. Returns
+// each part's box in the whole domain (x first), in the order of `parts`, and the bitmask each part's
+// dataset must have. Errors: kFormat naming the first thing that does not hold.
+struct MosaicGeometry {
+  std::vector<Box> boxes;
+  std::string part_bitmask;
+};
+Result<MosaicGeometry> check_mosaic(const Mosaic& mosaic);
+
 // Local, pure. The .midx of a dataset created as `path`: "a/sim.idx" and "a/sim.midx" give "a/sim.midx".
 std::string mosaic_path(const std::string& path);
 // Local, pure. The file name (no folder) of partition p's dataset of the mosaic at `midx`: "sim_p3.idx".

@@ -242,17 +242,23 @@ NB_MODULE(_core, m) {
       },
       nb::arg("bitmask"), nb::arg("boxes"));
 
-  // The .midx mosaic of partitions in local index space (hzio/mosaic.hpp): (ndim, x-first dims, bitmask,
-  // bits per block, partitions, [(partition, file, x-first offset)]).
+  // The .midx mosaic of partitions in local index space (hzio/mosaic.hpp), parsed and checked: (ndim,
+  // x-first dims, bitmask, bits per block, partitions, [(partition, file, x-first offset, x-first
+  // extent)], the parts' bitmask).
   m.def(
       "parse_mosaic",
       [](const std::string& text) {
         Mosaic mo = take(Mosaic::parse(text));
-        std::vector<std::tuple<int, std::string, Triple>> parts;
-        for (const auto& p : mo.parts)
-          parts.emplace_back(p.partition, p.file, Triple{p.offset[0], p.offset[1], p.offset[2]});
+        MosaicGeometry g = take(check_mosaic(mo));
+        std::vector<std::tuple<int, std::string, Triple, Triple>> parts;
+        for (size_t k = 0; k < mo.parts.size(); ++k) {
+          const auto& p = mo.parts[k];
+          const Box& b = g.boxes[k];
+          parts.emplace_back(p.partition, p.file, Triple{p.offset[0], p.offset[1], p.offset[2]},
+                             Triple{b.extent(0), b.extent(1), b.extent(2)});
+        }
         return std::make_tuple(mo.ndim, Triple{mo.dims[0], mo.dims[1], mo.dims[2]}, mo.bitmask, mo.bits_per_block,
-                               mo.partitions, parts);
+                               mo.partitions, parts, g.part_bitmask);
       },
       nb::arg("text"));
   m.def("mosaic_path", &mosaic_path, nb::arg("path"));

@@ -265,6 +265,8 @@ def open(path: str | os.PathLike, *, mode: str = "r", durable: bool = True, thre
     path, threads = as_path(path), as_int(threads, "threads", 0)
     from .mosaic import MosaicDataset, mosaic_path
     midx = mosaic_path(path)
+    if comm is None and _partitions(partitions) != 1:
+        raise InvalidArgumentError("partitions= needs comm= (a collective write)")
     if midx and comm is None:
         if mode != "r":
             raise UnsupportedError(f"{midx} holds one dataset per partition: write it with comm= (collectively)")

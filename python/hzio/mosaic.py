@@ -19,7 +19,7 @@ from . import _core
 from ._indexing import empty_selection, plan_array, select
 from ._types import BoxLike, empty_for_read, to_zyx
 from ._views import check_level as _level
-from .errors import InvalidArgumentError, NotFoundError, UnsupportedError
+from .errors import FormatError, InvalidArgumentError, NotFoundError, UnsupportedError
 from .parallel import ParallelDataset
 
 
@@ -38,10 +38,11 @@ def _read_mosaic(midx: str) -> dict[str, Any]:
             text = f.read(1 << 20)
     except FileNotFoundError:
         raise NotFoundError(f"no mosaic at {midx}") from None
-    ndim, dims, bitmask, bits_per_block, partitions, parts = _core.parse_mosaic(text)
+    ndim, dims, bitmask, bits_per_block, partitions, parts, part_bitmask = _core.parse_mosaic(text)
     return {"ndim": ndim, "shape": to_zyx(dims, ndim), "bitmask": bitmask, "bits_per_block": bits_per_block,
-            "partitions": partitions,
-            "parts": [(p, os.path.join(os.path.dirname(midx), name), to_zyx(off, ndim)) for p, name, off in parts]}
+            "partitions": partitions, "part_bitmask": part_bitmask,
+            "parts": [(p, os.path.join(os.path.dirname(midx), name), to_zyx(off, ndim), to_zyx(extent, ndim))
+                      for p, name, off, extent in parts]}
 
 
 def _spacing(bitmask: str, ndim: int, level: int) -> tuple[int, ...]:
@@ -79,8 +80,12 @@ class MosaicDataset:
         self._k = self.partitions.bit_length() - 1
         self.parts: list[tuple[int, tuple[int, ...], Any]] = []
         try:
-            for p, path, offset in info["parts"]:
-                self.parts.append((p, offset, open_dataset(path, **open_options)))
+            for p, path, offset, extent in info["parts"]:
+                ds = open_dataset(path, **open_options)
+                self.parts.append((p, offset, ds))
+                if ds.grid_shape != extent or ds.bitmask != info["part_bitmask"]:
+                    raise FormatError(f"{path} is not the part {midx} places there: shape {ds.grid_shape} and "
+                                      f"bitmask {ds.bitmask}, not {extent} and {info['part_bitmask']}")
         except Exception:
             self.close()
             raise

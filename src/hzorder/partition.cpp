@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "hzio/mosaic.hpp"
+
 namespace hzio::hzorder {
 
 Result<Partitions> Partitions::make(const format::Bitmask& bitmask, int bits_per_block, const Box& domain, int count) {
@@ -72,3 +74,47 @@ std::vector<int64_t> Partitions::samples_of(const Box& box) const {
 }
 
 }  // namespace hzio::hzorder
+
+namespace hzio {
+
+Result<MosaicGeometry> check_mosaic(const Mosaic& m) {
+  auto parsed = format::Bitmask::parse(m.bitmask);
+  if (!parsed.is_ok()) return format_error("mosaic: hzio_bitmask: " + parsed.status().message());
+  const format::Bitmask& bitmask = parsed.value();
+  Box domain{{0, 0, 0}, {1, 1, 1}};
+  for (int a = 0; a < m.ndim; ++a) {
+    domain.hi[a] = m.dims[a];
+    if (m.dims[a] > bitmask.pow2_dims()[a]) {
+      return format_error("mosaic: hzio_bitmask " + m.bitmask + " does not cover hzio_dims along axis " +
+                          std::to_string(a));
+    }
+  }
+  if (m.bits_per_block > bitmask.max_level()) return format_error("mosaic: hzio_bits_per_block above the bitmask's");
+  auto made = hzorder::Partitions::make(bitmask, m.bits_per_block, domain, m.partitions);
+  if (!made.is_ok() || made.value().bits() >= bitmask.max_level())
+    return format_error("mosaic: hzio_partitions " + std::to_string(m.partitions) + " does not fit " + m.bitmask);
+  const hzorder::Partitions& parts = made.value();
+  MosaicGeometry g;
+  g.part_bitmask = "V" + m.bitmask.substr(1 + static_cast<size_t>(parts.bits()));
+  size_t next = 0;
+  for (int p = 0; p < parts.count(); ++p) {
+    const Box& box = parts.box(p);
+    const bool listed = next < m.parts.size() && m.parts[next].partition == p;
+    if (box.empty() != !listed) {
+      return format_error("mosaic: partition " + std::to_string(p) +
+                          (listed ? " lies outside hzio_dims but has a part" : " has no part"));
+    }
+    if (!listed) continue;
+    for (int a = 0; a < m.ndim; ++a) {
+      if (m.parts[next].offset[a] != box.lo[a]) {
+        return format_error("mosaic: the offset of partition " + std::to_string(p) +
+                            "'s part is not the partition's first sample; the partition is " + box.to_string());
+      }
+    }
+    g.boxes.push_back(box);
+    ++next;
+  }
+  return g;
+}
+
+}  // namespace hzio

@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 
+#include "hzio/mosaic.hpp"
 #include "hzorder/hz_space.hpp"
 
 namespace hzio::hzorder {
@@ -130,3 +131,60 @@ TEST(Partitions, RefusesBadCounts) {
 
 }  // namespace
 }  // namespace hzio::hzorder
+
+namespace hzio {
+namespace {
+
+// A mosaic of 4 partitions of a 30 x 20 x 17 domain under V012012012012012 (32^3; x, y, z, x, ...): the
+// template xy cuts x at 16 and y at 16.
+Mosaic four_parts() {
+  Mosaic m;
+  m.dims = {30, 20, 17};
+  m.bitmask = "V012012012012012";
+  m.bits_per_block = 8;
+  m.partitions = 4;
+  m.parts = {{0, "a_p0.idx", {0, 0, 0}},
+             {1, "a_p1.idx", {0, 16, 0}},
+             {2, "a_p2.idx", {16, 0, 0}},
+             {3, "a_p3.idx", {16, 16, 0}}};
+  return m;
+}
+
+TEST(CheckMosaic, TakesThePartitionsOfTheTemplate) {
+  auto g = check_mosaic(four_parts());
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  EXPECT_EQ(g->part_bitmask, "V2012012012012");
+  ASSERT_EQ(g->boxes.size(), 4u);
+  EXPECT_EQ(g->boxes[3].lo, (Point{16, 16, 0}));
+  EXPECT_EQ(g->boxes[3].hi, (Point{30, 20, 17}));
+}
+
+TEST(CheckMosaic, RefusesPartsThatAreNotThePartitions) {
+  const auto fails = [](Mosaic m, const std::string& why) {
+    auto g = check_mosaic(m);
+    ASSERT_FALSE(g.is_ok());
+    EXPECT_EQ(g.status().code(), ErrorCode::kFormat);
+    EXPECT_NE(g.status().message().find(why), std::string::npos) << g.status().message();
+  };
+  Mosaic m = four_parts();
+  m.parts[1].offset = {0, 15, 0};
+  fails(m, "offset of partition 1");
+  m = four_parts();
+  m.parts.erase(m.parts.begin() + 2);
+  fails(m, "partition 2 has no part");
+  m = four_parts();
+  m.dims = {90, 33, 17};
+  fails(m, "does not cover");
+  m = four_parts();
+  m.bitmask = "Vxyz";
+  fails(m, "hzio_bitmask");
+  m = four_parts();
+  m.dims = {14, 20, 17};  // partitions 2 and 3 (x >= 16) lie outside
+  fails(m, "outside hzio_dims");
+  m = four_parts();
+  m.partitions = 1 << 16;
+  fails(m, "does not fit");
+}
+
+}  // namespace
+}  // namespace hzio

@@ -69,10 +69,27 @@ Result<Mosaic> write_mosaic(const std::string& path, const std::string& midx, co
   return m;
 }
 
+// Whether a part's dataset is the one its mosaic places: its box is its partition's, moved to 0, and its
+// bitmask the rest of the whole domain's.
+Status check_part(Dataset& part, const Box& box, const std::string& bitmask) {
+  const core::DatasetParts d(part);
+  Box want = box;
+  for (int a = 0; a < 3; ++a) {
+    want.hi[a] -= want.lo[a];
+    want.lo[a] = 0;
+  }
+  if (d.idx.box.lo != want.lo || d.idx.box.hi != want.hi || d.idx.bitmask.text() != bitmask) {
+    return format_error(d.path + " is not the part its mosaic places there: box " + d.idx.box.to_string() +
+                        " and bitmask " + d.idx.bitmask.text() + ", not " + want.to_string() + " and " + bitmask);
+  }
+  return Status::ok();
+}
+
 // Every rank's view of a mosaic: its parts' paths, and the first part opened for its metadata.
 Status attach_mosaic(ParallelDataset::Impl& impl, const std::string& midx, const ParallelOptions& parallel) {
   HZIO_ASSIGN_OR_RETURN(std::string text, io::read_text_file(midx));
   HZIO_ASSIGN_OR_RETURN(Mosaic m, Mosaic::parse(text));
+  HZIO_ASSIGN_OR_RETURN(MosaicGeometry geometry, check_mosaic(m));
   if (parallel.partitions > 1 && parallel.partitions != m.partitions) {
     return invalid_argument(midx + " has " + std::to_string(m.partitions) + " partitions, not " +
                             std::to_string(parallel.partitions));
@@ -88,6 +105,8 @@ Status attach_mosaic(ParallelDataset::Impl& impl, const std::string& midx, const
                                                    .durable = parallel.durable,
                                                    .threads = 1,
                                                    .verify_checksums = parallel.verify_checksums}));
+  HZIO_RETURN_IF_ERROR(check_part(*first, geometry.boxes.front(), geometry.part_bitmask));
+  mosaic->geometry = std::move(geometry);
   mosaic->file = std::move(m);
   impl.dataset_ = std::move(first);
   impl.mosaic_ = std::move(mosaic);
@@ -116,6 +135,21 @@ Result<std::unique_ptr<ParallelDataset>> ParallelDataset::Impl::open_mosaic(MPI_
   return std::unique_ptr<ParallelDataset>(new ParallelDataset(std::move(impl)));
 }
 
+std::vector<int64_t> ParallelDataset::Impl::staged_times() {
+  const auto distinct = [](std::vector<int64_t> v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    return v;
+  };
+  std::vector<int64_t> mine;
+  for (const Staged& st : staged_) mine.push_back(st.time);
+  std::vector<int> counts;
+  std::vector<int64_t> all = distinct(parallel::allgather_int64(xcomm_, distinct(mine), counts));
+  if (part_->leader) all = distinct(parallel::allgather_int64(part_->leaders_comm, all, counts));
+  parallel::bcast_int64(xcomm_, all, 0);
+  return all;
+}
+
 Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
   core::DatasetParts d = ds();
   core::WriteTally t(d.idx.bitmask.max_level());
@@ -138,8 +172,16 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
       util::ScopedSeconds timer(restructure);
       s = partition_staged(t);
     }
+    // The timesteps staged anywhere: every part commits each, with samples or without.
+    std::vector<int64_t> times;
+    if (s.is_ok() && part_) times = staged_times();
     for (int p = 0; s.is_ok() && part_ && p < part_->parts.count(); ++p) {
-      if (part_->groups.group_of[static_cast<size_t>(p)] != part_->group) continue;
+      if (mosaic_->part_paths[static_cast<size_t>(p)].empty()) continue;  // the domain does not reach it
+      // A partition without samples anywhere is written (its timesteps only) by the groups in turn.
+      const int writer = part_->groups.group_of[static_cast<size_t>(p)] >= 0
+                             ? part_->groups.group_of[static_cast<size_t>(p)]
+                             : part_->groups.names[static_cast<size_t>(p) % part_->groups.names.size()];
+      if (writer != part_->group) continue;
       // The group's collective write of partition p's dataset, in its coordinates; errors agree in the group.
       ParallelOptions po = options_;
       po.partitions = 1;
@@ -147,6 +189,12 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
       auto part = ParallelDataset::open(xcomm_, mosaic_->part_paths[static_cast<size_t>(p)], po, true);
       s = part.status();
       if (!s.is_ok()) break;
+      // The same files on every rank of the group: the check agrees by itself.
+      s = check_part(part.value()->dataset(), part_->parts.box(p), mosaic_->geometry.part_bitmask);
+      if (!s.is_ok()) {
+        (void)part.value()->close();
+        break;
+      }
       const Box& pb = part_->parts.box(p);
       std::vector<util::LargeBuffer> copies;
       for (const Staged& st : staged_) {
@@ -175,6 +223,7 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
       }
       // A rank that failed to stage still joins its group's flush, with nothing staged, so none waits.
       if (!s.is_ok()) part.value()->impl_->staged_.clear();
+      part.value()->impl_->extra_times_ = times;
       auto report = part.value()->close();
       if (s.is_ok()) s = report;
       if (s.is_ok()) written.push_back(part.value()->last_write_report());

@@ -432,6 +432,10 @@ Status ParallelDataset::Impl::write_staged(FlushPlan& fp, core::WriteTally& t) {
     return s;
   }
   std::vector<int64_t> times = fp.times;
+  times.insert(times.end(), extra_times_.begin(), extra_times_.end());
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  extra_times_.clear();
   std::map<int64_t, std::vector<int64_t>> files;
   bool writes_idx = rank_ == 0;
   if (part_) {

@@ -45,6 +45,9 @@ class ParallelDataset::Impl {
   int xrank_ = 0, xsize_ = 1;
   int64_t sent_messages_ = 0, sent_bytes_ = 0;  // this flush's record messages to other ranks
   int64_t aggregated_ = 0;                      // chunks this rank aggregated in this flush
+  // Timesteps the next flush commits even where nothing was staged (every part of a mosaic lists each
+  // timestep any part gets); the same on every rank.
+  std::vector<int64_t> extra_times_;
 
   // A partitioned flush (ParallelOptions::partitions > 1): the partitions, the groups and this rank's
   // part in the merge of the shared files. Lives for one flush.
@@ -72,6 +75,7 @@ class ParallelDataset::Impl {
   struct MosaicState {
     std::string midx;                     // the .midx path
     hzio::Mosaic file;                    // its contents
+    MosaicGeometry geometry;              // its parts' boxes and bitmask (check_mosaic)
     std::vector<std::string> part_paths;  // per partition: its dataset's path, "" where the domain misses it
     Box box;                              // the whole domain
   };
@@ -85,6 +89,9 @@ class ParallelDataset::Impl {
   // Collective. flush() in local index space: after the partitions and groups (partition_staged), each
   // group writes its partitions' datasets, one collective write each over the group.
   Result<WriteReport> flush_mosaic();
+  // Collective, after partition_staged. The timesteps of every rank's staged boxes, ascending: gathered
+  // in each group, then among the leaders.
+  std::vector<int64_t> staged_times();
   // The partitions of this dataset: of the mosaic in local index space, else of the dataset's bitmask.
   Result<hzorder::Partitions> partitions();
 
