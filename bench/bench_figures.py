@@ -302,10 +302,13 @@ def _write_messages_panel(ax, hzio_cases):
     groups = {}
     for c, case in hzio_cases.items():
         n = case["partitioning"]["partitions"]
-        groups[c] = f"{case['report']['placement']}, {n} partition{'' if n == 1 else 's'}"
+        local = case["report"].get("index_space") == "local"
+        groups[c] = (f"{case['report']['placement']}, {n} partition{'' if n == 1 else 's'}"
+                     + (", local" if local else ""))
     spread_bars(ax, list(groups.values()), list(kinds),
-                {(groups[c], k): count(hzio_cases[c]["partitioning"]) for c in groups for k, count in kinds.items()},
-                "record messages (all ranks)", annotate="{:.0f}",
+                {(groups[c], k): max(count(hzio_cases[c]["partitioning"]), 0.5) for c in groups
+                 for k, count in kinds.items()},
+                "record messages (all ranks; none drawn at 0.5)", log=True, annotate="{:.0f}",
                 colours=dict(zip(kinds, ("#1f77b4", "#ff7f0e", "#d62728"))))
     ax.set_title("messages by partition count (write report of the median repetition)", fontsize=9)
 
