@@ -79,7 +79,10 @@ def convert(args):
 
 def _convert(args, source, comm, slab_bytes):
     rank, size = (0, 1) if comm is None else (comm.Get_rank(), comm.Get_size())
-    extra = {} if comm is None else {"comm": comm, "aggregator_bytes": slab_bytes}
+    if comm is None and (args.partitions != 1 or args.index_space != "global"):
+        raise UsageError("--partitions and --index-space take effect under mpiexec only")
+    extra = {} if comm is None else {"comm": comm, "aggregator_bytes": slab_bytes, "partitions": args.partitions,
+                                     "index_space": args.index_space}
     start = time.perf_counter()
     total = source.sample_bytes * int(np.prod(source.spatial)) * len(source.times)
     with hzio.create(args.output, shape=source.spatial, fields=source.fields, codec=args.codec,

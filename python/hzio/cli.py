@@ -151,6 +151,10 @@ def _add_convert(sub):
                    help="sample order inside blocks (default: hzorder)")
     p.add_argument("--bits-per-block", metavar="N", type=int, help="log2 of samples per block (default: OpenVisus's)")
     p.add_argument("--blocks-per-file", metavar="N", type=int, help="blocks per data file (default: OpenVisus's)")
+    p.add_argument("--partitions", metavar="R", type=int, default=1,
+                   help="under mpiexec: domain partitioning, a power of two (hzio.create(partitions=); default 1)")
+    p.add_argument("--index-space", default="global", choices=["global", "local"],
+                   help="with --partitions: one dataset (global, the default) or one per partition and a .midx")
     p.add_argument("--slab-bytes", metavar="SIZE",
                    help="largest box read and written at once, all fields together, e.g. 16M (default: 64M)")
     _add_overwrite(p, "the dataset at OUT.idx")

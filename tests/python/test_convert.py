@@ -458,6 +458,31 @@ def test_convert_under_mpiexec_writes_the_files_of_one_process(tmp_path, rng, np
         assert one[name] == many[name], name
 
 
+@pytest.mark.parametrize("space", ["global", "local"])
+def test_convert_under_mpiexec_with_partitions(tmp_path, rng, space):
+    """Global index space: the files of one process; local: a mosaic that reads as the source."""
+    if MPIEXEC is None or not getattr(hzio._core, "with_mpi", False):
+        pytest.fail("this test needs mpiexec and hzio built with MPI (scripts/bootstrap.sh builds both)")
+    src = rng.standard_normal((13, 22, 17)).astype(np.float32)
+    np.save(tmp_path / "in.npy", src)
+    options = ["--slab-bytes", 2000, "--bits-per-block", 6, "--blocks-per-file", 4]
+    (tmp_path / "one").mkdir()
+    (tmp_path / "many").mkdir()
+    assert main(["convert", str(tmp_path / "in.npy"), str(tmp_path / "one" / "o.idx"), *map(str, options)]) == 0
+    proc = _mpi_convert(3, [tmp_path / "in.npy", tmp_path / "many" / "o.idx", *options, "--partitions", 4,
+                            "--index-space", space, "--json"])
+    assert proc.returncode == 0, proc.stderr
+    if space == "global":
+        one, many = _files(tmp_path / "one"), _files(tmp_path / "many")
+        assert len(one) > 10 and one.keys() == many.keys()
+        assert all(one[name] == many[name] for name in one)
+    else:
+        assert json.loads(proc.stdout)["output"].endswith("o.midx")
+        with hzio.open(str(tmp_path / "many" / "o.idx")) as ds:
+            np.testing.assert_array_equal(ds.read(), src)
+    assert main(["convert", str(tmp_path / "in.npy"), str(tmp_path / "x.idx"), "--partitions", "2"]) == 2
+
+
 def test_a_bad_input_under_mpiexec_fails_on_every_rank_without_hanging(tmp_path, rng):
     if MPIEXEC is None or not getattr(hzio._core, "with_mpi", False):
         pytest.fail("this test needs mpiexec and hzio built with MPI (scripts/bootstrap.sh builds both)")
