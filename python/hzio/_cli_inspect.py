@@ -70,6 +70,14 @@ def describe(ds):
     }
 
 
+def describe_mosaic(ds):
+    """Local. A dict describing a :class:`hzio.mosaic.MosaicDataset` and its parts (``hzio info`` of a .midx)."""
+    return {"path": ds.path, "shape": list(ds.grid_shape), "fields": dict(ds.fields), "times": ds.times,
+            "bitmask": ds.bitmask, "max_level": ds.max_level, "partitions": ds.partitions, "index_space": "local",
+            "parts": [{"partition": p, "path": part.path, "offset": list(offset), "shape": list(part.grid_shape)}
+                      for p, offset, part in ds.parts]}
+
+
 def info(args):
     """Run ``hzio info``: print a dataset's metadata as aligned text, or as JSON with ``--json``.
 
@@ -83,10 +91,21 @@ def info(args):
     int
         The exit status, 0.
     """
+    from .mosaic import MosaicDataset
+
     with hzio.open(args.dataset) as ds:
-        d = describe(ds)
+        d = describe_mosaic(ds) if isinstance(ds, MosaicDataset) else describe(ds)
     if args.json:
         print_json(d)
+    elif "parts" in d:
+        print(d["path"])
+        print_fields([("shape", shape_text(d["shape"])),
+                      ("fields", ", ".join(f"{k} {v}" for k, v in d["fields"].items())),
+                      ("times", str(d["times"])), ("bitmask", d["bitmask"]),
+                      ("partitions", f"{d['partitions']} (local index space), {len(d['parts'])} parts")])
+        for part in d["parts"]:
+            print(f"  partition {part['partition']}: {part['path']} at offset {tuple(part['offset'])}, "
+                  f"shape {shape_text(part['shape'])}")
     else:
         print_description(d)
     return 0

@@ -276,6 +276,21 @@ def _add_plan(sub):
     add_plan_arguments(p)
 
 
+def _check_mosaics(args):
+    """Local. Refuse a .midx mosaic (partitions in local index space) where a verb takes one IDX dataset:
+    ``info`` describes a mosaic and its parts; the other verbs run on a part."""
+    from .mosaic import mosaic_path
+
+    verb = args.func.__name__
+    paths = list(getattr(args, "datasets", None) or []) + ([args.dataset] if getattr(args, "dataset", None) else [])
+    for path in paths:
+        midx = mosaic_path(str(path)) if "://" not in str(path) else None
+        if midx and verb != "info":
+            raise UsageError(f"{midx} is a mosaic of one dataset per partition (local index space): hzio {verb} "
+                             f"takes one of its parts ({os.path.basename(midx)[:-5]}_p<k>.idx), and hzio.open reads "
+                             "the mosaic whole")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``hzio`` command line and return its exit status.
 
@@ -300,6 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = build_parser().parse_args(argv)
     try:
+        _check_mosaics(args)
         return args.func(args)
     except BrokenPipeError:
         _silence_stdout()  # the reader of our output went away (e.g. `| head`); not an error worth a message

@@ -26,6 +26,8 @@ import json
 import math
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import hz_expect as he
@@ -596,3 +598,23 @@ def test_rank_killed_during_local_write_keeps_committed_timesteps(tmp_path, seed
             for f, _, _ in write_then_die.FIELDS:
                 np.testing.assert_array_equal(oh.ov_read(None, f, 0, db=db), arrays[(f, 0)][_sl((lo, hi))],
                                               err_msg=f"OpenVisus part {p} field {f} time 0")
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+def test_cli_describes_a_mosaic_and_refuses_it_where_a_verb_takes_one_dataset(mosaic_copy, tmp_path):
+    """``hzio info`` lists the parts at the offsets the .midx gives (regex on its text); the verbs that take one
+    IDX dataset exit with status 2 and name the parts, never a traceback."""
+    from hzio.cli import main
+
+    midx = str(mosaic_copy / "local.midx")
+    text = Path(midx).read_text()
+    offsets = {int(p): tuple(int(v) for v in off.split()) for off, p in
+               re.findall(r'offset="([\d ]+)" hzio_partition="(\d+)"', text)}
+    out = subprocess.run([sys.executable, "-m", "hzio", "info", midx, "--json"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    info = json.loads(out.stdout)
+    assert info["index_space"] == "local"
+    assert {p["partition"]: tuple(p["offset"][::-1]) for p in info["parts"]} == offsets  # [z, y, x] vs x first
+    for verb in (["verify"], ["dump"], ["index"], ["read", "-o", str(tmp_path / "x.npy")]):
+        assert main([verb[0], midx, *verb[1:]]) == 2
