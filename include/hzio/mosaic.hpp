@@ -14,6 +14,9 @@
 
 namespace hzio {
 
+// The most partitions a write or a mosaic may have.
+constexpr int kMaxPartitions = 1 << 20;
+
 struct Mosaic {
   struct Part {
     int partition = 0;

@@ -40,8 +40,9 @@ struct ParallelOptions {
   // (docs/guide/parallel-io.md "Partitions"). 1: one group of every rank.
   int partitions = 1;
   // kLocal: create() writes the .midx next to `path` ("sim.idx" gives "sim.midx", "sim_p0.idx", ...) and
-  // no .idx at `path`; open() takes the .midx (or that path). Collective reads are refused: read the
-  // mosaic with Python's hzio.open, or each part's dataset.
+  // no .idx at `path` (it refuses when one exists there: it would hide the mosaic from readers); open()
+  // takes the .midx (or that path). Collective reads are refused: read the mosaic with Python's
+  // hzio.open, or each part's dataset.
   IndexSpace index_space = IndexSpace::kGlobal;
 };
 

@@ -22,6 +22,8 @@ from ._views import check_level as _level
 from .errors import FormatError, InvalidArgumentError, NotFoundError, UnsupportedError
 from .parallel import ParallelDataset
 
+_MAX_MOSAIC_BYTES = 256 << 20  # a line of about 120 bytes per part, up to hzio.mosaic's 2^20 partitions
+
 
 def mosaic_path(path: str) -> str | None:
     """Local. The ``.midx`` that ``path`` names: itself, or the mosaic a local-index-space create wrote for
@@ -35,9 +37,13 @@ def mosaic_path(path: str) -> str | None:
 def _read_mosaic(midx: str) -> dict[str, Any]:
     try:
         with open(midx, encoding="utf-8") as f:
-            text = f.read(1 << 20)
+            text = f.read(_MAX_MOSAIC_BYTES + 1)
     except FileNotFoundError:
         raise NotFoundError(f"no mosaic at {midx}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise FormatError(f"cannot read the mosaic {midx}: {e}") from None
+    if len(text) > _MAX_MOSAIC_BYTES:
+        raise FormatError(f"mosaic {midx} is larger than {_MAX_MOSAIC_BYTES} bytes")
     ndim, dims, bitmask, bits_per_block, partitions, parts, part_bitmask = _core.parse_mosaic(text)
     return {"ndim": ndim, "shape": to_zyx(dims, ndim), "bitmask": bitmask, "bits_per_block": bits_per_block,
             "partitions": partitions, "part_bitmask": part_bitmask,

@@ -96,7 +96,7 @@ Result<Mosaic> Mosaic::parse(std::string_view text) {
   HZIO_ASSIGN_OR_RETURN(int64_t bits, integer(bpb, "hzio_bits_per_block"));
   HZIO_ASSIGN_OR_RETURN(std::string_view count_text, required(head, "hzio_partitions"));
   HZIO_ASSIGN_OR_RETURN(int64_t count, integer(count_text, "hzio_partitions"));
-  if (bits < 0 || bits > 62 || count < 1 || count > (int64_t{1} << 30) || (count & (count - 1)) != 0)
+  if (bits < 0 || bits > 62 || count < 1 || count > kMaxPartitions || (count & (count - 1)) != 0)
     return format_error("mosaic: hzio_bits_per_block or hzio_partitions out of range");
   m.bits_per_block = static_cast<int>(bits);
   m.partitions = static_cast<int>(count);

@@ -47,6 +47,12 @@ Result<Mosaic> write_mosaic(const std::string& path, const std::string& midx, co
   if (!options.overwrite && io::file_exists(midx)) {
     return invalid_argument("dataset " + midx + " already exists (pass overwrite to replace it)");
   }
+  // Readers take an .idx at the created path before the mosaic next to it: one there would hide it.
+  const std::string idx_path = midx.substr(0, midx.size() - 5) + ".idx";
+  if (io::file_exists(idx_path)) {
+    return invalid_argument("an IDX dataset exists at " + idx_path + ", which would hide the mosaic " + midx +
+                            " from readers; remove it or choose another name");
+  }
   Mosaic m;
   m.ndim = static_cast<int>(options.dims.size());
   for (int a = 0; a < m.ndim; ++a) m.dims[a] = options.dims[static_cast<size_t>(a)];
@@ -87,7 +93,7 @@ Status check_part(Dataset& part, const Box& box, const std::string& bitmask) {
 
 // Every rank's view of a mosaic: its parts' paths, and the first part opened for its metadata.
 Status attach_mosaic(ParallelDataset::Impl& impl, const std::string& midx, const ParallelOptions& parallel) {
-  HZIO_ASSIGN_OR_RETURN(std::string text, io::read_text_file(midx));
+  HZIO_ASSIGN_OR_RETURN(std::string text, io::read_text_file(midx, size_t{256} << 20));  // 2^20 parts fit
   HZIO_ASSIGN_OR_RETURN(Mosaic m, Mosaic::parse(text));
   HZIO_ASSIGN_OR_RETURN(MosaicGeometry geometry, check_mosaic(m));
   if (parallel.partitions > 1 && parallel.partitions != m.partitions) {
@@ -221,11 +227,17 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
         s = part.value()->write_box_borrowed(local, d.idx.fields[static_cast<size_t>(st.field)].name, st.time, data,
                                              bytes);
       }
-      // A rank that failed to stage still joins its group's flush, with nothing staged, so none waits.
-      if (!s.is_ok()) part.value()->impl_->staged_.clear();
+      // Every rank of the group hears of a rank that could not stage its part; then none commits anything
+      // of this part (the close commits nothing staged and no timestep), and all leave the loop together.
+      s = agree(xcomm_, s);
+      if (!s.is_ok()) {
+        part.value()->impl_->staged_.clear();
+        (void)part.value()->close();
+        break;
+      }
       part.value()->impl_->extra_times_ = times;
       auto report = part.value()->close();
-      if (s.is_ok()) s = report;
+      s = report;
       if (s.is_ok()) written.push_back(part.value()->last_write_report());
       aggregated |= part.value()->impl_->aggregated_ > 0;
     }

@@ -27,8 +27,10 @@ namespace hzio {
 using parallel::agree;
 
 Result<std::unique_ptr<ParallelDataset::Impl>> make_parallel_impl(MPI_Comm comm, const ParallelOptions& options) {
-  if (options.partitions < 1 || (options.partitions & (options.partitions - 1)) != 0) {
-    return invalid_argument("partitions must be a power of two, got " + std::to_string(options.partitions));
+  if (options.partitions < 1 || options.partitions > kMaxPartitions ||
+      (options.partitions & (options.partitions - 1)) != 0) {
+    return invalid_argument("partitions must be a power of two of at most " + std::to_string(kMaxPartitions) +
+                            ", got " + std::to_string(options.partitions));
   }
   auto impl = std::make_unique<ParallelDataset::Impl>();
   MPI_Comm_dup(comm, &impl->comm_);
@@ -317,7 +319,7 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
   }
   if (s.is_ok() && (next_in != io.incoming.size() || next_own != own_samples.size()))
     s = internal_error("detached blocks were received without their headers");
-  if (s.is_ok() && forwards) forward_chunk(plan.chunks[static_cast<size_t>(io.chunk)], records);
+  if (s.is_ok() && forwards) s = forward_chunk(plan.chunks[static_cast<size_t>(io.chunk)], records);
   if (s.is_ok() && io.chunk >= 0 && !forwards)
     s = parallel::write_chunk(d, plan.chunks[static_cast<size_t>(io.chunk)], records, slots, t);
   return s;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <span>
 #include <utility>
 #include <memory>
 #include <vector>
@@ -114,7 +115,13 @@ class ParallelDataset::Impl {
   // communicator as xcomm_; errors agree on every rank.
   Status partition_staged(core::WriteTally& t);
   // Local. Keeps the records of a shared file's chunk (partitioned flushes) for the file's merger.
-  void forward_chunk(const parallel::Chunk& chunk, const std::vector<parallel::Record>& records);
+  Status forward_chunk(const parallel::Chunk& chunk, const std::vector<parallel::Record>& records);
+  // Local. forward_chunk's segment (header and attached records) appended to `out`; may throw bad_alloc.
+  void append_segment(const parallel::Chunk& chunk, const std::vector<parallel::Record>& records,
+                      std::vector<std::byte>& out);
+  // Local. The merger's part of merge_shared: the shared files built from the received records and
+  // written; may throw bad_alloc.
+  Status write_merged(const std::vector<std::span<const std::byte>>& messages, core::WriteTally& t);
   // Collective over every rank. Sends the kept records of shared files to their mergers, which write
   // those files. Local status, as exchange_round.
   Status merge_shared(core::WriteTally& t);

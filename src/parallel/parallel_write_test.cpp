@@ -266,6 +266,21 @@ TEST(ParallelWrite, LocalIndexSpaceWritesOneDatasetPerPartition) {
     }
     MPI_Barrier(MPI_COMM_WORLD);
   }
+  // An .idx at the path would hide a new mosaic from readers: the create refuses, on every rank.
+  {
+    ParallelOptions global;
+    auto plain = ParallelDataset::create(MPI_COMM_WORLD, g_dir + "/hidden.idx", o, global);
+    ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
+    ASSERT_TRUE(plain.value()->close().is_ok());
+    ParallelOptions local;
+    local.partitions = 2;
+    local.index_space = IndexSpace::kLocal;
+    auto mosaic = ParallelDataset::create(MPI_COMM_WORLD, g_dir + "/hidden.idx", o, local);
+    ASSERT_FALSE(mosaic.is_ok());
+    EXPECT_EQ(mosaic.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(mosaic.status().message().find("would hide the mosaic"), std::string::npos)
+        << mosaic.status().to_string();
+  }
 }
 
 // A dataset of one float32 field "a" in HZ order, replacing any older one.

@@ -246,11 +246,26 @@ Status ParallelDataset::Impl::partition_staged(core::WriteTally& t) {
   return Status::ok();
 }
 
-void ParallelDataset::Impl::forward_chunk(const parallel::Chunk& chunk, const std::vector<parallel::Record>& records) {
+Status ParallelDataset::Impl::forward_chunk(const parallel::Chunk& chunk,
+                                            const std::vector<parallel::Record>& records) {
   core::DatasetParts d = ds();
   Partitioned& P = *part_;
   const int merger = P.groups.merger(chunk.time, chunk.first_block / d.idx.blocks_per_file);
   std::vector<std::byte>& out = P.forward[merger];
+  const size_t start = out.size();
+  try {
+    append_segment(chunk, records, out);
+  } catch (const std::bad_alloc&) {
+    out.resize(start);
+    return io_error("out of memory keeping the records of shared file " + std::to_string(chunk.first_block) +
+                    " for its merger; lower aggregator_bytes or use fewer partitions");
+  }
+  return Status::ok();
+}
+
+void ParallelDataset::Impl::append_segment(const parallel::Chunk& chunk, const std::vector<parallel::Record>& records,
+                                           std::vector<std::byte>& out) {
+  core::DatasetParts d = ds();
   const size_t start = out.size();
   out.resize(start + kSegmentHeader);
   for (const parallel::Record& r : records) {
@@ -269,7 +284,7 @@ void ParallelDataset::Impl::forward_chunk(const parallel::Chunk& chunk, const st
       std::memcpy(out.data() + at + sizeof attached + static_cast<size_t>(padded(static_cast<int64_t>(h.bytes))),
                   r.stats, h.stats_bytes);
   }
-  const int64_t head[4] = {chunk.time, chunk.first_block, P.group,
+  const int64_t head[4] = {chunk.time, chunk.first_block, part_->group,
                            static_cast<int64_t>(out.size() - start - kSegmentHeader)};
   std::memcpy(out.data() + start, head, kSegmentHeader);
 }
@@ -323,6 +338,7 @@ Status ParallelDataset::Impl::merge_shared(core::WriteTally& t) {
   }
   // Segments: this rank's own, then those received.
   std::vector<std::span<const std::byte>> messages;
+  messages.reserve(static_cast<size_t>(incoming) + 1);  // before the receives: they must not throw
   if (const auto it = P.forward.find(rank_); it != P.forward.end()) messages.emplace_back(it->second);
   Status s;
   int64_t at = 0;
@@ -345,6 +361,17 @@ Status ParallelDataset::Impl::merge_shared(core::WriteTally& t) {
     parallel::wait_all(requests);
   }
   if (!s.is_ok()) return s;
+  try {
+    return write_merged(messages, t);
+  } catch (const std::bad_alloc&) {
+    return io_error("out of memory merging the shared files; use fewer partitions or fewer blocks per file");
+  }
+}
+
+Status ParallelDataset::Impl::write_merged(const std::vector<std::span<const std::byte>>& messages,
+                                           core::WriteTally& t) {
+  core::DatasetParts d = ds();
+  Partitioned& P = *part_;
   // Records by file; within a file in group order, so that a rank's records keep their order.
   struct Segment {
     int64_t time, first, group;
