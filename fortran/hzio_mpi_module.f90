@@ -16,6 +16,7 @@ module hzio_mpi
 
   ! Where the data files' aggregators are (hzio_placement), and how collective reads go (hzio_read_method).
   integer, parameter, public :: HZIO_PLACEMENT_LOCALIZED = 0, HZIO_PLACEMENT_UNIFORM = 1
+  integer, parameter, public :: HZIO_INDEX_SPACE_GLOBAL = 0, HZIO_INDEX_SPACE_LOCAL = 1
   integer, parameter, public :: HZIO_READ_AUTO = 0, HZIO_READ_INDEPENDENT = 1, HZIO_READ_TWO_PHASE = 2
 
   ! An open parallel dataset (hzio_pdataset*). Free it with hzio_pdataset_close.
@@ -30,7 +31,8 @@ module hzio_mpi
     integer(c_int) :: aggregator_count = 0   ! 0: no cap
     integer(c_size_t) :: aggregator_bytes = 0 ! 0: 256 MiB
     integer(c_int) :: durable = 1            ! 1: fsync data files and the .idx
-    integer(c_int) :: partitions = 1         ! a power of two: domain partitioning in global index space
+    integer(c_int) :: partitions = 1         ! a power of two: domain partitioning
+    integer(c_int) :: index_space = HZIO_INDEX_SPACE_GLOBAL  ! or HZIO_INDEX_SPACE_LOCAL: a dataset per partition
   end type hzio_parallel_options
 
   interface

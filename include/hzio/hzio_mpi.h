@@ -14,6 +14,7 @@ extern "C" {
 typedef struct hzio_pdataset hzio_pdataset;
 
 typedef enum hzio_placement { HZIO_PLACEMENT_LOCALIZED = 0, HZIO_PLACEMENT_UNIFORM = 1 } hzio_placement;
+typedef enum hzio_index_space { HZIO_INDEX_SPACE_GLOBAL = 0, HZIO_INDEX_SPACE_LOCAL = 1 } hzio_index_space;
 typedef enum hzio_read_method {
   HZIO_READ_AUTO = 0,
   HZIO_READ_INDEPENDENT = 1,
@@ -22,11 +23,13 @@ typedef enum hzio_read_method {
 
 typedef struct hzio_parallel_options {
   hzio_placement placement;
-  int aggregator_count;    /* 0 = no cap */
-  size_t aggregator_bytes; /* 0 = 256 MiB */
-  int durable;             /* fsync data files and the .idx */
-  int partitions;          /* 0 or 1: none; else a power of two R: domain partitioning in global index space
-                              (docs/guide/parallel-io.md "Partitions") */
+  int aggregator_count;         /* 0 = no cap */
+  size_t aggregator_bytes;      /* 0 = 256 MiB */
+  int durable;                  /* fsync data files and the .idx */
+  int partitions;               /* 0 or 1: none; else a power of two R: domain partitioning
+                                   (docs/guide/parallel-io.md "Partitions") */
+  hzio_index_space index_space; /* with partitions: one dataset (global, 0) or one per partition and a
+                                   .midx mosaic (local) */
 } hzio_parallel_options;
 
 /* Collective. `parallel` may be NULL (localized placement, 256 MiB, durable). */

@@ -36,6 +36,7 @@ from .errors import (
 from .index_templates import grid_boxes, is_rank_conforming, rank_conforming_bitmask, why_not_rank_conforming
 from .indexing_stats import index
 from .io_ranks import start_io_ranks
+from .mosaic import MosaicDataset, mosaic_path
 from .planning import plan
 
 __version__ = "0.1.0"
@@ -263,7 +264,7 @@ def open(path: str | os.PathLike, *, mode: str = "r", durable: bool = True, thre
     if mode not in ("r", "r+"):
         raise InvalidArgumentError(f"mode must be 'r' or 'r+', got {mode!r}")
     path, threads = as_path(path), as_int(threads, "threads", 0)
-    from .mosaic import MosaicDataset, mosaic_path
+    # (imported at the top: an import here could hold a module lock that a fork() copies into a child)
     midx = mosaic_path(path)
     if comm is None and _partitions(partitions) != 1:
         raise InvalidArgumentError("partitions= needs comm= (a collective write)")

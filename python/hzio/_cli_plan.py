@@ -14,7 +14,8 @@ def plan(args):
     Parameters
     ----------
     args : argparse.Namespace
-        ``global_shape``, ``grid`` (ranks per axis, z first), ``order``, ``dtype``, ``fields``,
+        ``global_shape``, ``grid`` (ranks per axis, z first) or ``rank_box``, ``order``, ``dtype`` (one, or
+        one per field, comma-separated), ``fields``,
         ``bitmask``, ``template``, ``bits_per_block``, ``blocks_per_file``, ``placement``,
         ``aggregator_count``, ``aggregator_bytes``, ``partitions``, ``index_space`` and ``json``.
 
@@ -26,10 +27,20 @@ def plan(args):
     from .planning import plan as simulate
 
     shape = parse_ints(args.global_shape, "--global")
-    grid = parse_ints(args.grid, "--grid")
+    if (args.grid is None) == (args.rank_box is None):
+        raise UsageError("give --grid (ranks per axis) or --rank-box (each rank's box), not both")
+    if args.rank_box is not None:
+        box = parse_ints(args.rank_box, "--rank-box")
+        if len(box) != len(shape) or any(n % b for n, b in zip(shape, box)):
+            raise UsageError(f"--rank-box {args.rank_box!r} must divide --global {args.global_shape!r} on every axis")
+        grid = tuple(n // b for n, b in zip(shape, box))
+    else:
+        grid = parse_ints(args.grid, "--grid")
     if len(grid) != len(shape):
         raise UsageError(f"--grid needs one rank count per axis of --global ({len(shape)}), got {args.grid!r}")
-    summary = simulate(shape, grid=grid, order=args.order, dtype=args.dtype, fields=args.fields,
+    dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
+    dtype = dtypes[0] if len(dtypes) == 1 else dtypes
+    summary = simulate(shape, grid=grid, order=args.order, dtype=dtype, fields=args.fields,
                        bitmask=args.bitmask, rank_conforming=args.template, bits_per_block=args.bits_per_block,
                        blocks_per_file=args.blocks_per_file, placement=args.placement,
                        aggregator_count=args.aggregator_count, aggregator_bytes=args.aggregator_bytes,
@@ -37,7 +48,7 @@ def plan(args):
     if args.plot:
         from .planning import plot_aggregators, plot_partitions
         os.makedirs(args.plot, exist_ok=True)
-        common = dict(order=args.order, dtype=args.dtype, fields=args.fields, bits_per_block=args.bits_per_block,
+        common = dict(order=args.order, dtype=dtype, fields=args.fields, bits_per_block=args.bits_per_block,
                       blocks_per_file=args.blocks_per_file, placement=args.placement,
                       aggregator_count=args.aggregator_count, aggregator_bytes=args.aggregator_bytes)
         png = plot_aggregators(os.path.join(args.plot, "plan_aggregators.png"), shape, grid, **common)
@@ -51,7 +62,8 @@ def plan(args):
         return 0
     mib = 1 << 20
     conforming = "rank-conforming" if summary["rank_conforming"] else "not rank-conforming"
-    print(f"{summary['ranks']} ranks, {len(shape)}-D {'x'.join(map(str, shape))}, {args.fields} x {args.dtype}, "
+    fields = f"{args.fields} x {args.dtype}" if len(dtypes) == 1 else f"fields of {args.dtype}"
+    print(f"{summary['ranks']} ranks, {len(shape)}-D {'x'.join(map(str, shape))}, {fields}, "
           f"bitmask {summary['bitmask']} ({conforming})")
     print(f"files {summary['files']}, chunks {summary['chunks']}, aggregators {summary['aggregators']}, "
           f"rounds {summary['rounds']}, at most {summary['round_bytes_max'] / mib:.1f} MiB per aggregator and round; "
@@ -80,10 +92,12 @@ def add_plan_arguments(p):
     """Local. The options of ``hzio plan`` on an argparse parser."""
     p.add_argument("--global", dest="global_shape", required=True, metavar="Z,Y,X",
                    help="the dataset's shape, z first (e.g. 4096,4096,8192)")
-    p.add_argument("--grid", required=True, metavar="GZ,GY,GX", help="ranks per axis, z first (e.g. 32,64,64)")
+    p.add_argument("--grid", metavar="GZ,GY,GX", help="ranks per axis, z first (e.g. 32,64,64)")
+    p.add_argument("--rank-box", metavar="Z,Y,X", help="instead of --grid: each rank's box, dividing --global")
     p.add_argument("--order", default="row-major", choices=["row-major", "column-major", "morton"],
                    help="how ranks are numbered over the grid (default row-major: x fastest)")
-    p.add_argument("--dtype", default="float32", help="every field's dtype (default float32)")
+    p.add_argument("--dtype", default="float32",
+                   help="every field's dtype, or one per field, comma-separated (default float32)")
     p.add_argument("--fields", type=int, default=1, help="number of fields (default 1)")
     p.add_argument("--bitmask", default=None, help="the dataset's bitmask (default: the default for the shape)")
     p.add_argument("--template", action="store_true",

@@ -74,7 +74,7 @@ class MosaicDataset:
     """
 
     def __init__(self, midx: str, **open_options: Any) -> None:
-        from . import open as open_dataset
+        from . import open as open_dataset  # the package's open, defined once hzio is imported
 
         info = _read_mosaic(midx)
         self.path = midx

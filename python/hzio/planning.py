@@ -24,13 +24,15 @@ from .index_templates import _xfirst_boxes, grid_boxes, rank_conforming_bitmask
 
 
 def plan(shape: Sequence[int], *, grid: Sequence[int] | None = None, rank_boxes: Sequence[BoxLike] | None = None,
-         order: str = "row-major", dtype: str = "float32", fields: int = 1, bitmask: str | None = None,
+         order: str = "row-major", dtype: str | Sequence[str] = "float32", fields: int = 1,
+         bitmask: str | None = None,
          rank_conforming: bool = False, bits_per_block: int | None = None, blocks_per_file: int | None = None,
          placement: str = "localized", aggregator_count: int = 0, aggregator_bytes: int = 256 << 20,
          partitions: int = 1, index_space: str = "global", details: bool = False) -> dict[str, Any]:
     """Local. Simulate the plan of a collective write of ``shape`` (``[z, y, x]``) by ranks laid out as
     ``grid`` (ranks per axis, numbered in ``order``; see :func:`hzio.grid_boxes`) or given their
-    ``rank_boxes``, each writing ``fields`` fields of ``dtype`` in its box at one timestep.
+    ``rank_boxes``, each writing ``fields`` fields of ``dtype`` in its box at one timestep (``dtype`` may
+    also list one dtype per field).
 
     ``bitmask`` (default: the dataset's default) or ``rank_conforming=True`` (the bitmask of
     :func:`hzio.rank_conforming_bitmask`), ``bits_per_block``, ``blocks_per_file``, ``placement``,
@@ -67,11 +69,16 @@ def plan(shape: Sequence[int], *, grid: Sequence[int] | None = None, rank_boxes:
         if bitmask is not None:
             raise InvalidArgumentError("give bitmask= or rank_conforming=True, not both")
         bitmask = rank_conforming_bitmask(shape, boxes)
-    text = parse_dtype(dtype)[0]
     count = as_int(fields, "fields", 1)
+    if isinstance(dtype, str):
+        texts = [parse_dtype(dtype)[0]] * count
+    else:
+        texts = [parse_dtype(d)[0] for d in dtype]
+        if not texts or count not in (1, len(texts)):
+            raise InvalidArgumentError(f"dtype lists {len(texts)} dtypes for {count} fields")
     start = time.perf_counter()
     summary = json.loads(_core.simulate_write_plan(
-        list(to_xfirst(shape, len(shape), 1)[: len(shape)]), _xfirst_boxes(boxes, len(shape)), [text] * count,
+        list(to_xfirst(shape, len(shape), 1)[: len(shape)]), _xfirst_boxes(boxes, len(shape)), texts,
         bitmask or "", as_int(bits_per_block or 0, "bits_per_block", 0),
         as_int(blocks_per_file or 0, "blocks_per_file", -1), placement, as_int(aggregator_count, "aggregator_count", 0),
         as_int(aggregator_bytes, "aggregator_bytes", 1), as_int(partitions, "partitions", 1), bool(details),

@@ -24,6 +24,7 @@ hzio::ParallelOptions convert_parallel(const hzio_parallel_options* p) {
   if (p->aggregator_bytes) o.aggregator_bytes = p->aggregator_bytes;
   o.durable = p->durable != 0;
   if (p->partitions != 0) o.partitions = p->partitions;
+  o.index_space = p->index_space == HZIO_INDEX_SPACE_LOCAL ? hzio::IndexSpace::kLocal : hzio::IndexSpace::kGlobal;
   return o;
 }
 

@@ -7,6 +7,7 @@
 
 #include "hzorder/block_copy.hpp"
 #include "util/clock.hpp"
+#include "util/fork_guard.hpp"
 
 namespace hzio::core {
 namespace {
@@ -22,7 +23,11 @@ struct KeptVectors {
 };
 
 KeptVectors& kept_vectors() {
-  static auto* kept = new KeptVectors;  // never destroyed: writers may run while the process exits
+  static auto* kept = [] {
+    auto* made = new KeptVectors;  // never destroyed: writers may run while the process exits
+    util::hold_across_fork(made->mutex);
+    return made;
+  }();
   return *kept;
 }
 

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "format/file_name.hpp"
+#include "util/fork_guard.hpp"
 
 namespace hzio::core {
 
@@ -107,6 +108,8 @@ std::shared_ptr<std::vector<std::atomic<uint8_t>>> checked_parts(const std::arra
   using Flags = std::vector<std::atomic<uint8_t>>;
   using Version = std::pair<std::array<uint64_t, 5>, uint32_t>;
   static std::mutex mutex;
+  static const bool registered = (util::hold_across_fork(mutex), true);
+  (void)registered;
   static std::map<Version, std::shared_ptr<Flags>> known;
   static std::deque<Version> order;  // oldest first
   static size_t held = 0;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "util/fork_guard.hpp"
+
 namespace hzio::core {
 namespace {
 
@@ -16,7 +18,11 @@ struct Released {
 };
 
 Released& released() {
-  static auto* r = new Released;  // never destroyed: Bytes may be released while the process exits
+  static auto* r = [] {
+    auto* made = new Released;  // never destroyed: Bytes may be released while the process exits
+    util::hold_across_fork(made->mutex);
+    return made;
+  }();
   return *r;
 }
 

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "util/fork_guard.hpp"
+
 namespace hzio::hzorder {
 namespace {
 
@@ -95,6 +97,8 @@ SampleGrid HzSpace::grid_in_box(const Box& box, int level) const {
 std::shared_ptr<const HzSpace> HzSpace::shared(const format::Bitmask& bitmask, int bits_per_block) {
   constexpr size_t kKept = 8;
   static std::mutex mutex;
+  static const bool registered = (util::hold_across_fork(mutex), true);
+  (void)registered;
   static std::deque<std::shared_ptr<const HzSpace>> kept;  // most recently asked for last
   std::lock_guard lock(mutex);
   for (auto it = kept.begin(); it != kept.end(); ++it) {

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/fork_guard.hpp"
+
 namespace hzio::util {
 namespace {
 
@@ -27,6 +29,8 @@ class MappingCache {
  public:
   static MappingCache& get() {
     static MappingCache cache;
+    static const bool registered = (hold_across_fork(cache.mutex_), true);
+    (void)registered;
     return cache;
   }
   // A kept mapping of at least `capacity` bytes and at most twice that, or nullptr.

@@ -78,6 +78,24 @@ int main(int argc, char** argv) {
   CHECK(n == 0 || memcmp(again, mine, n * sizeof(double)) == 0);
   free(again);
   CHECK(hzio_pdataset_close(ds) == HZIO_OK);
+  /* Local index space: a dataset per partition and a .midx; reopened through the .midx, it takes writes. */
+  char local[4200], midx[4200];
+  snprintf(local, sizeof local, "%s_local.idx", argc > 1 ? argv[1] : "c_api_mpi_data");
+  snprintf(midx, sizeof midx, "%s_local.midx", argc > 1 ? argv[1] : "c_api_mpi_data");
+  po.partitions = 2;
+  po.index_space = HZIO_INDEX_SPACE_LOCAL;
+  CHECK(hzio_pdataset_create(MPI_COMM_WORLD, local, &o, &po, &ds) == HZIO_OK);
+  if (n) CHECK(hzio_pdataset_write_box(ds, lo, hi, "rho", 0, mine, n * sizeof(double)) == HZIO_OK);
+  CHECK(hzio_pdataset_flush(ds, report, sizeof report) == HZIO_OK);
+  CHECK(strstr(report, "\"index_space\": \"local\"") != NULL);
+  CHECK(hzio_pdataset_read_box(ds, lo, hi, -1, "rho", 0, mine, n * sizeof(double), HZIO_READ_AUTO) ==
+        HZIO_EUNSUPPORTED);
+  CHECK(hzio_pdataset_close(ds) == HZIO_OK);
+  FILE* f = fopen(midx, "r");
+  CHECK(f != NULL);
+  if (f) fclose(f);
+  CHECK(hzio_pdataset_open(MPI_COMM_WORLD, midx, 1, &po, &ds) == HZIO_OK);
+  CHECK(hzio_pdataset_close(ds) == HZIO_OK);
   free(mine);
   int total = 0;
   MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -70,6 +70,26 @@ def test_per_level_figures_follow_from_the_decomposition():
     assert q["levels"][0]["cross_partition_messages"] > 0 and q["levels"][-1]["cross_partition_messages"] == 0
 
 
+def test_cli_takes_a_rank_box_and_a_dtype_per_field():
+    """--rank-box is the grid it divides the domain into; per-field dtypes move their own sample bytes."""
+    base = [sys.executable, "-m", "hzio", "plan", "--global", "32,64,64", "--json"]
+    by_grid = subprocess.run(base + ["--grid", "2,2,4"], capture_output=True, text=True, timeout=120)
+    by_box = subprocess.run(base + ["--rank-box", "16,32,16"], capture_output=True, text=True, timeout=120)
+    assert by_grid.returncode == 0 and by_box.returncode == 0, by_box.stderr
+    a, b = json.loads(by_grid.stdout), json.loads(by_box.stdout)
+    a.pop("seconds"), b.pop("seconds")
+    assert a == b and a["ranks"] == 16
+    mixed = subprocess.run(base + ["--grid", "2,2,4", "--dtype", "float32,float64,uint8"], capture_output=True,
+                           text=True, timeout=120)
+    assert mixed.returncode == 0, mixed.stderr
+    assert json.loads(mixed.stdout)["bytes"] == 32 * 64 * 64 * (4 + 8 + 1)
+    for bad in (["--grid", "2,2,4", "--rank-box", "16,32,16"], ["--rank-box", "10,32,16"], []):
+        out = subprocess.run(base + bad, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2 and ("--grid" in out.stderr or "--rank-box" in out.stderr), (bad, out.stderr)
+    with pytest.raises(hzio.InvalidArgumentError):
+        hzio.plan((32, 64, 64), grid=(2, 2, 4), dtype=["float32", "float64"], fields=3)
+
+
 def test_bad_plans_raise_hzio_errors():
     with pytest.raises(hzio.InvalidArgumentError):
         hzio.plan((64, 64), grid=(2, 2), partitions=3)
