@@ -283,30 +283,15 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
       mine.write += w.max.write;
       mine.commit += w.max.commit;
     }
-    std::vector<int64_t> rows;
-    if (part_->leader) {
-      const std::vector<int64_t> row{part_->group, xsize_, sums[0], sums[1], sums[2], sums[3], sums[4], sums[5]};
-      std::vector<int> counts;
-      rows = parallel::allgather_int64(part_->leaders_comm, row, counts);
-    }
-    parallel::bcast_int64(xcomm_, rows, 0);
-    for (size_t k = 0; k + 7 < rows.size(); k += 8) {
-      PartitionGroupReport g;
-      g.partition = static_cast<int>(rows[k]);
-      for (int p = 0; p < part_->parts.count(); ++p)
-        if (part_->groups.group_of[static_cast<size_t>(p)] == g.partition) g.partitions.push_back(p);
-      g.ranks = static_cast<int>(rows[k + 1]);
-      g.aggregators = static_cast<int>(rows[k + 2]);
-      g.files = rows[k + 3];
-      g.messages = rows[k + 4];
-      g.bytes = rows[k + 5];
+    for (const auto& row : group_rows({part_->group, xsize_, sums[0], sums[1], sums[2], sums[3], sums[4], sums[5]})) {
+      const PartitionGroupReport g = group_report(row);
+      r.file_bytes += row[6];
+      r.rounds = std::max(r.rounds, static_cast<int>(row[7]));
       r.groups.push_back(g);
       r.aggregators += g.aggregators;
       r.files += g.files;
       r.messages += g.messages;
       r.message_bytes += g.bytes;
-      r.file_bytes += rows[k + 6];
-      r.rounds = std::max(r.rounds, static_cast<int>(rows[k + 7]));
     }
     std::sort(r.groups.begin(), r.groups.end(),
               [](const PartitionGroupReport& a, const PartitionGroupReport& b) { return a.partition < b.partition; });

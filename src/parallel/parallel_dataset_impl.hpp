@@ -129,6 +129,10 @@ class ParallelDataset::Impl {
   // the timesteps (on every rank), gathered through the group leaders.
   Status gather_written(const parallel::WritePlan& plan, std::vector<int64_t>& times,
                         std::map<int64_t, std::vector<int64_t>>& files);
+  // Collective. Every group's `row` (its leader's; the same length on every rank), on every rank.
+  std::vector<std::vector<int64_t>> group_rows(const std::vector<int64_t>& row);
+  // Local. A group's report from its row: partition, ranks, aggregators, files, messages, bytes.
+  PartitionGroupReport group_report(const std::vector<int64_t>& row) const;
   // Collective. The partitioned parts of the report: groups, moves, merge (identical on every rank).
   void reduce_partitioned(WriteReport& r, int rounds);
   // Collective. Plans, exchanges, writes and commits the staged boxes; errors agree on every rank.

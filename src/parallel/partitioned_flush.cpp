@@ -31,6 +31,30 @@ constexpr size_t kPartHeader = 9 * sizeof(int64_t);
 // A shared file's records one group sends its merger: time, first block, group and the records' bytes.
 constexpr size_t kSegmentHeader = 4 * sizeof(int64_t);
 
+// Receives `count` messages with `tag` from any rank of `comm`, packed in arrival order into `arena` of
+// `capacity` bytes, and appends their spans to `out` (reserved by the caller: nothing here allocates). A
+// message that does not fit is consumed and reported as `too_large`; the others are still received.
+Status receive_packed(MPI_Comm comm, int tag, int64_t count, std::byte* arena, int64_t capacity, const char* too_large,
+                      std::vector<std::span<const std::byte>>& out) {
+  Status s;
+  int64_t at = 0;
+  for (int64_t k = 0; k < count; ++k) {
+    MPI_Status status;
+    MPI_Message message = parallel::probe_any(comm, tag, status);
+    int bytes = 0;
+    MPI_Get_count(&status, MPI_BYTE, &bytes);
+    if (at + bytes > capacity) {
+      MPI_Mrecv(nullptr, 0, MPI_BYTE, &message, MPI_STATUS_IGNORE);  // truncates: reported
+      s = internal_error(too_large);
+      continue;
+    }
+    MPI_Mrecv(arena + at, bytes, MPI_BYTE, &message, MPI_STATUS_IGNORE);
+    out.emplace_back(arena + at, static_cast<size_t>(bytes));
+    at += bytes;
+  }
+  return s;
+}
+
 }  // namespace
 
 void copy_box_part(const std::byte* data, const Box& box, const Box& part, size_t sample_bytes, std::byte* out) {
@@ -205,27 +229,18 @@ Status ParallelDataset::Impl::partition_staged(core::WriteTally& t) {
     P.moved_bytes += o.bytes;
   }
   Status s;
-  int64_t at = 0;
-  for (int64_t k = 0; k < incoming; ++k) {
-    MPI_Status status;
-    MPI_Message message = parallel::probe_any(comm_, kMoveTag, status);
-    int bytes = 0;
-    MPI_Get_count(&status, MPI_BYTE, &bytes);
-    if (at + bytes > incoming_bytes) {
-      MPI_Mrecv(nullptr, 0, MPI_BYTE, &message, MPI_STATUS_IGNORE);  // truncates: reported below
-      s = internal_error("a part of a box arrived larger than announced");
-      continue;
-    }
-    std::byte* p = P.arena.data() + at;
-    MPI_Mrecv(p, bytes, MPI_BYTE, &message, MPI_STATUS_IGNORE);
-    at += bytes;
+  std::vector<std::span<const std::byte>> arrived;
+  arrived.reserve(static_cast<size_t>(incoming));
+  s = receive_packed(comm_, kMoveTag, incoming, P.arena.data(), incoming_bytes,
+                     "a part of a box arrived larger than announced", arrived);
+  for (std::span<const std::byte> m : arrived) {
     int64_t head[9];
-    std::memcpy(head, p, kPartHeader);
+    std::memcpy(head, m.data(), kPartHeader);
     Staged r{static_cast<int>(head[0]),
              head[1],
              Box{{head[2], head[3], head[4]}, {head[5], head[6], head[7]}},
              {},
-             p + kPartHeader};
+             m.data() + kPartHeader};
     if (r.field < 0 || r.field >= static_cast<int>(d.coding.size()) ||
         head[8] < r.box.sample_count() * static_cast<int64_t>(d.coding[static_cast<size_t>(r.field)].dtype.bytes()))
       s = internal_error("a part of a box arrived malformed");
@@ -341,23 +356,10 @@ Status ParallelDataset::Impl::merge_shared(core::WriteTally& t) {
   messages.reserve(static_cast<size_t>(incoming) + 1);  // before the receives: they must not throw
   if (const auto it = P.forward.find(rank_); it != P.forward.end()) messages.emplace_back(it->second);
   Status s;
-  int64_t at = 0;
   {
     util::ScopedSeconds timer(t.phases.aggregate);
-    for (int64_t k = 0; k < incoming; ++k) {
-      MPI_Status status;
-      MPI_Message message = parallel::probe_any(comm_, kMergeTag, status);
-      int bytes = 0;
-      MPI_Get_count(&status, MPI_BYTE, &bytes);
-      if (at + bytes > incoming_bytes) {
-        MPI_Mrecv(nullptr, 0, MPI_BYTE, &message, MPI_STATUS_IGNORE);
-        s = internal_error("records of shared files arrived larger than announced");
-        continue;
-      }
-      MPI_Mrecv(arena.data() + at, bytes, MPI_BYTE, &message, MPI_STATUS_IGNORE);
-      messages.emplace_back(arena.data() + at, static_cast<size_t>(bytes));
-      at += bytes;
-    }
+    s = receive_packed(comm_, kMergeTag, incoming, arena.data(), incoming_bytes,
+                       "records of shared files arrived larger than announced", messages);
     parallel::wait_all(requests);
   }
   if (!s.is_ok()) return s;
@@ -466,6 +468,32 @@ Status ParallelDataset::Impl::gather_written(const parallel::WritePlan& plan, st
   return Status::ok();
 }
 
+std::vector<std::vector<int64_t>> ParallelDataset::Impl::group_rows(const std::vector<int64_t>& row) {
+  std::vector<int64_t> all;
+  if (part_->leader) {
+    std::vector<int> counts;
+    all = parallel::allgather_int64(part_->leaders_comm, row, counts);
+  }
+  parallel::bcast_int64(xcomm_, all, 0);
+  std::vector<std::vector<int64_t>> rows;
+  for (size_t k = 0; k + row.size() <= all.size(); k += row.size())
+    rows.emplace_back(all.begin() + static_cast<ptrdiff_t>(k), all.begin() + static_cast<ptrdiff_t>(k + row.size()));
+  return rows;
+}
+
+PartitionGroupReport ParallelDataset::Impl::group_report(const std::vector<int64_t>& row) const {
+  PartitionGroupReport g;
+  g.partition = static_cast<int>(row[0]);
+  for (int p = 0; p < part_->parts.count(); ++p)
+    if (part_->groups.group_of[static_cast<size_t>(p)] == g.partition) g.partitions.push_back(p);
+  g.ranks = static_cast<int>(row[1]);
+  g.aggregators = static_cast<int>(row[2]);
+  g.files = row[3];
+  g.messages = row[4];
+  g.bytes = row[5];
+  return g;
+}
+
 void ParallelDataset::Impl::reduce_partitioned(WriteReport& r, int rounds) {
   Partitioned& P = *part_;
   r.partitions = P.parts.count();
@@ -476,25 +504,8 @@ void ParallelDataset::Impl::reduce_partitioned(WriteReport& r, int rounds) {
   MPI_Request request;
   MPI_Ireduce(mine, group, 3, MPI_INT64_T, MPI_SUM, 0, xcomm_, &request);
   parallel::wait(request);
-  std::vector<int64_t> rows;
-  if (P.leader) {
-    const std::vector<int64_t> row{P.group, xsize_, group[0], P.group_files, group[1], group[2]};
-    std::vector<int> counts;
-    rows = parallel::allgather_int64(P.leaders_comm, row, counts);
-  }
-  parallel::bcast_int64(xcomm_, rows, 0);
-  for (size_t k = 0; k + 5 < rows.size(); k += 6) {
-    PartitionGroupReport g;
-    g.partition = static_cast<int>(rows[k]);
-    for (int p = 0; p < P.parts.count(); ++p)
-      if (P.groups.group_of[static_cast<size_t>(p)] == g.partition) g.partitions.push_back(p);
-    g.ranks = static_cast<int>(rows[k + 1]);
-    g.aggregators = static_cast<int>(rows[k + 2]);
-    g.files = rows[k + 3];
-    g.messages = rows[k + 4];
-    g.bytes = rows[k + 5];
-    r.groups.push_back(g);
-  }
+  for (const auto& row : group_rows({P.group, xsize_, group[0], P.group_files, group[1], group[2]}))
+    r.groups.push_back(group_report(row));
   std::sort(r.groups.begin(), r.groups.end(),
             [](const PartitionGroupReport& a, const PartitionGroupReport& b) { return a.partition < b.partition; });
   const int64_t world[8] = {

@@ -421,19 +421,6 @@ PlanSummary summarize_partitioned_plan(const format::IdxFile& idx, const hzorder
   return s;
 }
 
-int partition_of_point(const format::Bitmask& bitmask, int partitions, const Point& p) {
-  const int bits = std::countr_zero(static_cast<unsigned>(partitions));
-  std::array<int, kMaxDims> total{}, seen{};
-  for (int i = 1; i <= bitmask.max_level(); ++i) ++total[static_cast<size_t>(bitmask.axis_at(i))];
-  int id = 0;
-  for (int i = 1; i <= bits; ++i) {
-    const auto a = static_cast<size_t>(bitmask.axis_at(i));
-    const int bit = total[a] - 1 - seen[a]++;  // an axis's first character is its top coordinate bit
-    id = (id << 1) | static_cast<int>((p[a] >> bit) & 1);
-  }
-  return id;
-}
-
 }  // namespace hzio::parallel
 
 namespace hzio {
@@ -462,7 +449,6 @@ Result<PlanSummary> simulate_write_plan(const WriteSimulation& w) {
   if (ranks < 1) return invalid_argument("a write needs at least one rank");
   std::vector<BoxInfo> boxes;
   boxes.reserve(w.rank_boxes.size() * idx.fields.size());
-  std::vector<int> partition_of_rank;
   for (int r = 0; r < ranks; ++r) {
     const Box& b = w.rank_boxes[static_cast<size_t>(r)];
     if (b.empty() || !idx.box.contains(b)) {
@@ -470,7 +456,6 @@ Result<PlanSummary> simulate_write_plan(const WriteSimulation& w) {
                               " is empty or not inside the dataset box " + idx.box.to_string());
     }
     for (int f = 0; f < static_cast<int>(idx.fields.size()); ++f) boxes.push_back({r, f, 0, b});
-    partition_of_rank.push_back(partition_of_point(idx.bitmask, w.partitions, b.lo));
   }
   std::vector<int64_t> block_bytes, sample_bytes;
   for (const auto& f : idx.fields) {
@@ -491,7 +476,7 @@ Result<PlanSummary> simulate_write_plan(const WriteSimulation& w) {
                                       w.local_index_space ? &o : nullptr, w.details);
   }
   const WritePlan plan = make_write_plan(idx, space, boxes, ranks, options, block_bytes);
-  return summarize_write_plan(idx, space, boxes, ranks, plan, sample_bytes, partition_of_rank, w.details);
+  return summarize_write_plan(idx, space, boxes, ranks, plan, sample_bytes, {}, w.details);
 }
 
 std::string PlanSummary::to_json() const {

@@ -32,8 +32,4 @@ PlanSummary summarize_partitioned_plan(const format::IdxFile& idx, const hzorder
                                        const std::vector<int64_t>& block_bytes, const hzorder::Partitions& parts,
                                        const CreateOptions* local = nullptr, bool details = false);
 
-// Local, pure. The partition (0 .. partitions - 1) of a sample: the top log2(partitions) bits of its Z
-// address under `bitmask` (the partition template is the bitmask's first log2(partitions) characters).
-int partition_of_point(const format::Bitmask& bitmask, int partitions, const Point& p);
-
 }  // namespace hzio::parallel
