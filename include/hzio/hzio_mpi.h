@@ -54,6 +54,55 @@ hzio_status hzio_pdataset_read_box(hzio_pdataset* ds, const int64_t lo[3], const
 /* Collective. Flushes, closes and frees the handle. */
 hzio_status hzio_pdataset_close(hzio_pdataset* ds);
 
+/* Dedicated I/O ranks (docs/guide/parallel-io.md "I/O ranks"): compute ranks hand their boxes to an I/O rank
+ * of their node through shared memory and compute on while the I/O ranks write. */
+typedef struct hzio_io_ranks hzio_io_ranks;
+typedef struct hzio_io_dataset hzio_io_dataset;
+
+typedef struct hzio_io_ranks_options {
+  int per_node;        /* I/O ranks per node (its last ranks); 0 = 1 */
+  size_t buffer_bytes; /* each I/O rank's shared buffer; 0 = 256 MiB */
+  int in_flight;       /* flushes of a compute rank that may await the disk at once; 0 = 2 */
+} hzio_io_ranks_options;
+
+/* Collective over `comm`. Splits each node's ranks (MPI_Comm_split_type SHARED, or groups of
+ * $HZIO_RANKS_PER_NODE consecutive ranks) into compute ranks and I/O ranks. `options` may be NULL. */
+hzio_status hzio_io_ranks_start(MPI_Comm comm, const hzio_io_ranks_options* options, hzio_io_ranks** out);
+/* Local. 1 on I/O ranks, 0 on compute ranks. */
+int hzio_io_ranks_is_io_rank(const hzio_io_ranks* io);
+/* Local. The compute ranks' communicator (MPI_COMM_NULL on I/O ranks), valid until hzio_io_ranks_close. */
+MPI_Comm hzio_io_ranks_compute_comm(const hzio_io_ranks* io);
+/* Collective over the I/O ranks. Runs the writes the compute ranks hand over until they have all closed. */
+hzio_status hzio_io_ranks_serve(hzio_io_ranks* io);
+/* Collective over the compute ranks. The I/O ranks create the dataset (their worker threads: the node's
+ * cores shared among them). Errors carry the I/O side's message. */
+hzio_status hzio_io_ranks_create(hzio_io_ranks* io, const char* path, const hzio_create_options* options,
+                                 const hzio_parallel_options* parallel, hzio_io_dataset** out);
+/* Collective over the compute ranks. The I/O ranks open an existing dataset for writing. */
+hzio_status hzio_io_ranks_open(hzio_io_ranks* io, const char* path, const hzio_parallel_options* parallel,
+                               hzio_io_dataset** out);
+/* Local. Stages this rank's box; copies `data`. */
+hzio_status hzio_io_dataset_write_box(hzio_io_dataset* ds, const int64_t lo[3], const int64_t hi[3],
+                                      const char* field, int64_t time, const void* data, size_t size);
+/* Local. As hzio_io_dataset_write_box without the copy: `data` must stay unchanged until the next flush
+ * returns. */
+hzio_status hzio_io_dataset_write_box_borrowed(hzio_io_dataset* ds, const int64_t lo[3], const int64_t hi[3],
+                                               const char* field, int64_t time, const void* data, size_t size);
+/* Collective over the compute ranks. Copies the staged boxes into the node's buffer and returns: the I/O
+ * ranks write and commit them meanwhile. An error the I/O side reported for an earlier flush is returned
+ * here. If report_json is not NULL, the hand-off report (JSON: seconds, waited, reason, copied, pieces) is
+ * copied there, up to report_size bytes with the NUL. */
+hzio_status hzio_io_dataset_flush(hzio_io_dataset* ds, char* report_json, size_t report_size);
+/* Collective over the compute ranks. Flushes, waits until the dataset is committed and closed by the I/O
+ * ranks, and frees the handle. */
+hzio_status hzio_io_dataset_close(hzio_io_dataset* ds);
+/* Collective over the compute ranks. Waits until every flush so far is durable; returns the I/O side's
+ * first error. */
+hzio_status hzio_io_ranks_wait(hzio_io_ranks* io);
+/* Collective over the compute ranks (Local on I/O ranks, after serve). Waits as hzio_io_ranks_wait, tells
+ * the I/O ranks this rank is done, and frees the handle and its communicators. */
+hzio_status hzio_io_ranks_close(hzio_io_ranks* io);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "binding_util.hpp"
+#include "hzio/io_ranks.hpp"
 #include "hzio/parallel.hpp"
 #include "hzio/plan.hpp"
 
@@ -40,6 +41,134 @@ ParallelOptions options(const std::string& placement, int aggregator_count, int6
     throw HzioError{invalid_argument("index_space '" + index_space + "' is not 'global' or 'local'")};
   o.index_space = index_space == "local" ? IndexSpace::kLocal : IndexSpace::kGlobal;
   return o;
+}
+
+using FieldTuple = std::tuple<std::string, std::string, std::string, std::string, double>;
+
+CreateOptions create_options(std::vector<int64_t> dims, const std::vector<FieldTuple>& fields, std::string bitmask,
+                             int bits_per_block, int64_t blocks_per_file, std::vector<int64_t> times, bool overwrite,
+                             int sub_block_bits) {
+  CreateOptions o;
+  o.sub_block_bits = sub_block_bits;
+  o.dims = std::move(dims);
+  for (const auto& [name, dtype, codec, layout, dflt] : fields) {
+    auto dt = DType::parse(dtype);
+    if (!dt.is_ok()) throw HzioError{invalid_argument(dt.status().message())};
+    if (layout != "hzorder" && layout != "rowmajor")
+      throw HzioError{invalid_argument("layout '" + layout + "' is not 'hzorder' or 'rowmajor'")};
+    o.fields.push_back({name, dt.value(), codec, layout == "rowmajor" ? Layout::kRowMajor : Layout::kHzOrder, dflt});
+  }
+  o.bitmask = std::move(bitmask);
+  o.bits_per_block = bits_per_block;
+  o.blocks_per_file = blocks_per_file;
+  o.times = std::move(times);
+  o.overwrite = overwrite;
+  return o;
+}
+
+// A communicator as the Fortran handle mpi4py takes (MPI.Intracomm.f2py); -1 for MPI_COMM_NULL.
+int64_t handle_of(MPI_Comm comm) { return comm == MPI_COMM_NULL ? -1 : static_cast<int64_t>(MPI_Comm_c2f(comm)); }
+
+void bind_io_ranks(nb::module_& m) {
+  nb::class_<IoDataset>(m, "IoDataset")
+      .def(
+          "write_box",
+          [](IoDataset& d, Triple lo, Triple hi, const std::string& field, int64_t time,
+             nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> data, bool borrow) {
+            // borrow: the Python caller keeps `data` alive and unchanged until flush() returns.
+            const void* ptr = data.data();
+            const size_t n = data.nbytes();
+            nb::gil_scoped_release release;
+            check(borrow ? d.write_box_borrowed(box(lo, hi), field, time, ptr, n)
+                         : d.write_box(box(lo, hi), field, time, ptr, n));
+          },
+          nb::arg("lo"), nb::arg("hi"), nb::arg("field"), nb::arg("time"), nb::arg("data"), nb::arg("borrow") = false)
+      .def("flush",
+           [](IoDataset& d) {
+             HandOffReport r;
+             {
+               nb::gil_scoped_release release;
+               r = take(d.flush());
+             }
+             return std::make_tuple(r.seconds, r.waited, r.reason, r.copied, r.pieces);
+           })
+      .def("close",
+           [](IoDataset& d) {
+             nb::gil_scoped_release release;
+             check(d.close());
+           })
+      .def_prop_ro("ndim", &IoDataset::ndim)
+      .def_prop_ro("times", &IoDataset::times)
+      .def_prop_ro("box",
+                   [](const IoDataset& d) {
+                     const Box b = d.box();
+                     return std::make_pair(Triple{b.lo[0], b.lo[1], b.lo[2]}, Triple{b.hi[0], b.hi[1], b.hi[2]});
+                   })
+      .def_prop_ro("fields", [](const IoDataset& d) {
+        std::vector<std::pair<std::string, std::string>> out;
+        for (const auto& [name, dtype] : d.fields()) out.emplace_back(name, dtype.to_string());
+        return out;
+      });
+  nb::class_<IoRanks>(m, "IoRanks")
+      .def_static(
+          "start",
+          [](int64_t comm_handle, int per_node, int64_t buffer_bytes, int in_flight) {
+            if (buffer_bytes < 0) throw HzioError{invalid_argument("buffer_bytes must be at least 4096")};
+            MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(comm_handle));
+            IoRanksOptions o{per_node, static_cast<size_t>(buffer_bytes), in_flight};
+            nb::gil_scoped_release release;
+            return take(IoRanks::start(comm, o));
+          },
+          nb::arg("comm_handle"), nb::arg("per_node"), nb::arg("buffer_bytes"), nb::arg("in_flight"))
+      .def_prop_ro("is_io_rank", &IoRanks::is_io_rank)
+      .def_prop_ro("compute_comm_handle", [](const IoRanks& io) { return handle_of(io.compute_comm()); })
+      .def_prop_ro("io_comm_handle", [](const IoRanks& io) { return handle_of(io.io_comm()); })
+      .def_prop_ro("region_bytes", &IoRanks::region_bytes)
+      .def("serve",
+           [](IoRanks& io) {
+             nb::gil_scoped_release release;
+             check(io.serve());
+           })
+      .def("wait",
+           [](IoRanks& io) {
+             nb::gil_scoped_release release;
+             check(io.wait());
+           })
+      .def("close",
+           [](IoRanks& io) {
+             nb::gil_scoped_release release;
+             check(io.close());
+           })
+      .def(
+          "create",
+          [](IoRanks& io, const std::string& path, std::vector<int64_t> dims, const std::vector<FieldTuple>& fields,
+             std::string bitmask, int bits_per_block, int64_t blocks_per_file, std::vector<int64_t> times,
+             bool overwrite, std::string placement, int aggregator_count, int64_t aggregator_bytes, bool durable,
+             int threads, int sub_block_bits, int partitions) {
+            CreateOptions o = create_options(std::move(dims), fields, std::move(bitmask), bits_per_block,
+                                             blocks_per_file, std::move(times), overwrite, sub_block_bits);
+            ParallelOptions po = options(placement, aggregator_count, aggregator_bytes, durable, threads, partitions);
+            nb::gil_scoped_release release;
+            return take(io.create(path, o, po));
+          },
+          nb::arg("path"), nb::arg("dims"), nb::arg("fields"), nb::arg("bitmask"), nb::arg("bits_per_block"),
+          nb::arg("blocks_per_file"), nb::arg("times"), nb::arg("overwrite"), nb::arg("placement"),
+          nb::arg("aggregator_count"), nb::arg("aggregator_bytes"), nb::arg("durable"), nb::arg("threads"),
+          nb::arg("sub_block_bits"), nb::arg("partitions"), nb::keep_alive<0, 1>())
+      .def(
+          "open",
+          [](IoRanks& io, const std::string& path, std::string placement, int aggregator_count,
+             int64_t aggregator_bytes, bool durable, int threads, bool verify, bool allow_outside_folder,
+             int partitions) {
+            ParallelOptions po = options(placement, aggregator_count, aggregator_bytes, durable, threads, partitions);
+            po.verify_checksums = verify;
+            po.allow_outside_folder = allow_outside_folder;
+            nb::gil_scoped_release release;
+            return take(io.open(path, po));
+          },
+          nb::arg("path"), nb::arg("placement"), nb::arg("aggregator_count"), nb::arg("aggregator_bytes"),
+          nb::arg("durable"), nb::arg("threads"), nb::arg("verify"), nb::arg("allow_outside_folder"),
+          nb::arg("partitions"), nb::keep_alive<0, 1>());
 }
 
 }  // namespace
@@ -84,26 +213,12 @@ void bind_parallel(nb::module_& m) {
       .def_static(
           "create",
           [](int64_t comm_handle, const std::string& path, std::vector<int64_t> dims,
-             std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> fields,
-             std::string bitmask, int bits_per_block, int64_t blocks_per_file, std::vector<int64_t> times,
-             bool overwrite, std::string placement, int aggregator_count, int64_t aggregator_bytes, bool durable,
-             int threads, int sub_block_bits, int partitions, const std::string& index_space) {
-            CreateOptions o;
-            o.sub_block_bits = sub_block_bits;
-            o.dims = std::move(dims);
-            for (auto& [name, dtype, codec, layout, dflt] : fields) {
-              auto dt = DType::parse(dtype);
-              if (!dt.is_ok()) throw HzioError{invalid_argument(dt.status().message())};
-              if (layout != "hzorder" && layout != "rowmajor")
-                throw HzioError{invalid_argument("layout '" + layout + "' is not 'hzorder' or 'rowmajor'")};
-              o.fields.push_back(
-                  {name, dt.value(), codec, layout == "rowmajor" ? Layout::kRowMajor : Layout::kHzOrder, dflt});
-            }
-            o.bitmask = std::move(bitmask);
-            o.bits_per_block = bits_per_block;
-            o.blocks_per_file = blocks_per_file;
-            o.times = std::move(times);
-            o.overwrite = overwrite;
+             const std::vector<FieldTuple>& fields, std::string bitmask, int bits_per_block, int64_t blocks_per_file,
+             std::vector<int64_t> times, bool overwrite, std::string placement, int aggregator_count,
+             int64_t aggregator_bytes, bool durable, int threads, int sub_block_bits, int partitions,
+             const std::string& index_space) {
+            CreateOptions o = create_options(std::move(dims), fields, std::move(bitmask), bits_per_block,
+                                             blocks_per_file, std::move(times), overwrite, sub_block_bits);
             MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(comm_handle));
             ParallelOptions po =
                 options(placement, aggregator_count, aggregator_bytes, durable, threads, partitions, index_space);
@@ -193,4 +308,5 @@ void bind_parallel(nb::module_& m) {
              return d.last_write_report();
            })
       .def_prop_ro("last_write_report", [](const ParallelDataset& d) { return d.last_write_report(); });
+  bind_io_ranks(m);
 }

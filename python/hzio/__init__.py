@@ -209,14 +209,11 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: FieldsLike, *,
         from .io_ranks import create_through
         if index_space != "global":
             raise UnsupportedError("index_space='local' through I/O ranks (io=) is not supported")
-        if comm is not None and comm is not io.compute_comm:
+        if comm is not None and comm != io.compute_comm:
             raise InvalidArgumentError("with io=, comm must be io.compute_comm (or None)")
-        options = dict(bitmask=bitmask, bits_per_block=bits_per_block, blocks_per_file=blocks_per_file, codec=codec,
-                       layout=layout, times=args[6] or None, overwrite=bool(overwrite), durable=bool(durable),
-                       threads=threads, placement=placement, aggregator_count=aggregator_count,
-                       aggregator_bytes=aggregator_bytes, sub_block_bits=sub_block_bits,
-                       partitions=_partitions(partitions))
-        return create_through(io, args[0], shape, {f[0]: f[1] for f in args[2]}, args[2], options)
+        return create_through(io, *args, bool(durable), threads, _text(placement, "placement"),
+                              as_int(aggregator_count, "aggregator_count", 0),
+                              as_int(aggregator_bytes, "aggregator_bytes", 1), sub_blocks, _partitions(partitions))
     if comm is not None:
         from .parallel import create_parallel
         return create_parallel(comm, *args, bool(durable), threads or 1, _text(placement, "placement"),
@@ -235,7 +232,7 @@ def create(path: str | os.PathLike, shape: Sequence[int], fields: FieldsLike, *,
 def open(path: str | os.PathLike, *, mode: str = "r", durable: bool = True, threads: int = 0,  # noqa: A001
          comm: Any = None, placement: str = "localized", aggregator_count: int = 0,
          aggregator_bytes: int = 256 << 20, verify: bool = True, allow_outside_folder: bool = False,
-         read_cache_bytes: int = 8 << 20, partitions: int = 1) -> Dataset:
+         read_cache_bytes: int = 8 << 20, partitions: int = 1, io: Any = None) -> Dataset:
     """Open an existing dataset (a context manager). ``mode`` is ``"r"`` or ``"r+"``.
 
     Local without ``comm``. With ``comm`` Collective: reads are collective (each rank its own box,
@@ -257,6 +254,11 @@ def open(path: str | os.PathLike, *, mode: str = "r", durable: bool = True, thre
 
     ``partitions`` (with ``comm`` and ``mode="r+"``): collective writes partitioned as in :func:`create`.
 
+    ``io`` (with ``mode="r+"``, on the compute ranks of :func:`hzio.start_io_ranks`; ``comm`` must be
+    ``io.compute_comm`` or None): the node's I/O ranks open the dataset and write what the compute ranks
+    hand over; returns a :class:`hzio.io_ranks.IoDataset` whose default timestep is the last committed
+    one. Collective over the compute ranks.
+
     A ``.midx`` (or the path given to a ``create`` with ``index_space="local"``) opens as a
     :class:`hzio.mosaic.MosaicDataset` without ``comm``, and with ``comm`` and ``mode="r+"`` for
     collective writes.
@@ -264,6 +266,16 @@ def open(path: str | os.PathLike, *, mode: str = "r", durable: bool = True, thre
     if mode not in ("r", "r+"):
         raise InvalidArgumentError(f"mode must be 'r' or 'r+', got {mode!r}")
     path, threads = as_path(path), as_int(threads, "threads", 0)
+    if io is not None:
+        from .io_ranks import open_through
+        if mode != "r+":
+            raise InvalidArgumentError("io= writes through I/O ranks: it needs mode='r+'")
+        if comm is not None and comm != io.compute_comm:
+            raise InvalidArgumentError("with io=, comm must be io.compute_comm (or None)")
+        return open_through(io, path, bool(durable), threads, _text(placement, "placement"),  # type: ignore[return-value]
+                            as_int(aggregator_count, "aggregator_count", 0),
+                            as_int(aggregator_bytes, "aggregator_bytes", 1), bool(verify), bool(allow_outside_folder),
+                            _partitions(partitions))
     # (imported at the top: an import here could hold a module lock that a fork() copies into a child)
     midx = mosaic_path(path)
     if comm is None and _partitions(partitions) != 1:

@@ -83,11 +83,11 @@ std::vector<int64_t> allgather_int64(MPI_Comm comm, const std::vector<int64_t>& 
   return all;
 }
 
-MPI_Message probe_any(MPI_Comm comm, int tag, MPI_Status& status) {
+MPI_Message probe(MPI_Comm comm, int source, int tag, MPI_Status& status) {
   MPI_Message message = MPI_MESSAGE_NULL;
   poll([&] {
     int found = 0;
-    MPI_Improbe(MPI_ANY_SOURCE, tag, comm, &found, &message, &status);
+    MPI_Improbe(source, tag, comm, &found, &message, &status);
     return found != 0;
   });
   return message;

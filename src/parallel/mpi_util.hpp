@@ -28,9 +28,9 @@ void allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op o
 // Collective. Concatenates every rank's values, in rank order; `counts` receives each rank's count.
 std::vector<int64_t> allgather_int64(MPI_Comm comm, const std::vector<int64_t>& mine, std::vector<int>& counts);
 
-// Local. Waits (as wait() does) for a message with `tag` from any rank of `comm` and matches it:
-// receive it with MPI_Mrecv; `status` gives its source and size.
-MPI_Message probe_any(MPI_Comm comm, int tag, MPI_Status& status);
+// Local. Waits (as wait() does) for a message with `tag` from `source` of `comm` (MPI_ANY_SOURCE: any
+// rank) and matches it: receive it with MPI_Mrecv; `status` gives its source and size.
+MPI_Message probe(MPI_Comm comm, int source, int tag, MPI_Status& status);
 
 // Collective. Concatenates every rank's values, in rank order, on `root` (empty elsewhere).
 std::vector<int64_t> gather_int64(MPI_Comm comm, const std::vector<int64_t>& mine, int root);

@@ -40,7 +40,7 @@ Status receive_packed(MPI_Comm comm, int tag, int64_t count, std::byte* arena, i
   int64_t at = 0;
   for (int64_t k = 0; k < count; ++k) {
     MPI_Status status;
-    MPI_Message message = parallel::probe_any(comm, tag, status);
+    MPI_Message message = parallel::probe(comm, MPI_ANY_SOURCE, tag, status);
     int bytes = 0;
     MPI_Get_count(&status, MPI_BYTE, &bytes);
     if (at + bytes > capacity) {
@@ -305,7 +305,6 @@ void ParallelDataset::Impl::append_segment(const parallel::Chunk& chunk, const s
 }
 
 Status ParallelDataset::Impl::merge_shared(core::WriteTally& t) {
-  core::DatasetParts d = ds();
   Partitioned& P = *part_;
   const int n = P.parts.count();
   // Messages and bytes each merger (named by its group) receives from the others.

@@ -4,7 +4,8 @@ of the compute ranks prints one JSON line.
 Run as ``HZIO_RANKS_PER_NODE=K mpiexec -n N python io_ranks_write.py '{"out": DIR, "per_node": P,
 "buffer_bytes": B, "steps": S, "codec": C, "seed": R}'``. The compute ranks split the z axis; every step
 writes a float32 and a float64[3] field through the I/O ranks (datasets ``io/run.idx``), then the same
-boxes collectively without them (``sync/run.idx``). Reports every flush's wait and reason.
+boxes collectively without them (``sync/run.idx``); then each dataset is opened again (through the I/O
+ranks and without them) and gains timestep ``steps``. Reports every flush's wait and reason.
 """
 
 import json
@@ -62,12 +63,16 @@ def run(world, a):
             write(ds, comm, shape, a, step)
             r = ds.flush()
             reports.append({"waited": r.waited, "reason": r.reason, "copied": r.copied, "pieces": r.pieces})
+    with hzio.open(os.path.join(a["out"], "io", "run.idx"), mode="r+", comm=comm, io=io) as ds:
+        write(ds, comm, shape, a, a["steps"])
     io.close()
     with hzio.create(os.path.join(a["out"], "sync", "run.idx"), shape=shape, fields=fields, comm=comm,
                      **opts) as ds:
         for step in range(a["steps"]):
             write(ds, comm, shape, a, step)
             ds.flush()
+    with hzio.open(os.path.join(a["out"], "sync", "run.idx"), mode="r+", comm=comm) as ds:
+        write(ds, comm, shape, a, a["steps"])
     every = comm.gather(reports, root=0)
     if comm.rank == 0:
         print(json.dumps({"compute_ranks": comm.size, "shape": shape, "reports": every}))
