@@ -331,7 +331,9 @@ def io_ranks_figure(plt, report):
     fig, (ax_w, ax_t) = new_figure(plt, 2, f"A simulation loop with and without I/O ranks: {cfg['size']}^3 float32, "
                                            f"{report['compute_ranks']} compute ranks, {cfg['steps']} steps of "
                                            f"{cfg['compute_seconds']} s compute")
-    modes = {"sync": "synchronous collective write", "io": "through I/O ranks"}
+    modes = {"sync": "synchronous collective write", "io": "through I/O ranks (a copy)",
+             "io-in-place": "through I/O ranks, output in the shared buffer"}
+    modes = {m: label for m, label in modes.items() if any(k.startswith(m + " ") for k in cases)}
     spread_bars(ax_w, groups, list(modes.values()), {(g, label): cases[f"{m} {g}"]["write_seconds"]
                                                      for g in groups for m, label in modes.items()},
                 "ms per step the compute ranks wait in write + flush", scale=1e3, annotate="{:.0f}")

@@ -72,6 +72,10 @@ hzio_status hzio_io_ranks_start(MPI_Comm comm, const hzio_io_ranks_options* opti
 int hzio_io_ranks_is_io_rank(const hzio_io_ranks* io);
 /* Local. The compute ranks' communicator (MPI_COMM_NULL on I/O ranks), valid until hzio_io_ranks_close. */
 MPI_Comm hzio_io_ranks_compute_comm(const hzio_io_ranks* io);
+/* Local, compute ranks. `bytes` of this rank's region of the node's buffer for the caller's arrays (held
+ * until hzio_io_ranks_close). A box staged with hzio_io_dataset_write_box_borrowed from this memory is handed
+ * over where it lies, without a copy; it must then stay unchanged until the next flush or wait returns. */
+hzio_status hzio_io_ranks_shared_memory(hzio_io_ranks* io, size_t bytes, void** out);
 /* Collective over the I/O ranks. Runs the writes the compute ranks hand over until they have all closed. */
 hzio_status hzio_io_ranks_serve(hzio_io_ranks* io);
 /* Collective over the compute ranks. The I/O ranks create the dataset (their worker threads: the node's

@@ -35,11 +35,12 @@ struct IoRanksOptions {
 
 // What a compute rank's IoDataset::flush() did.
 struct HandOffReport {
-  double seconds = 0;  // the whole call
-  double waited = 0;   // of which waiting for the I/O side
-  std::string reason;  // why it waited first: "timesteps in flight", "buffer full" or ""
-  int64_t copied = 0;  // bytes copied into the node's buffer
-  int64_t pieces = 0;  // slabs they went in (more than the boxes when a box exceeds the rank's region)
+  double seconds = 0;    // the whole call
+  double waited = 0;     // of which waiting for the I/O side
+  std::string reason;    // why it waited first: "timesteps in flight", "buffer full" or ""
+  int64_t copied = 0;    // bytes copied into the node's buffer
+  int64_t in_place = 0;  // bytes handed over where they lay (borrowed from IoRanks::shared_memory)
+  int64_t pieces = 0;    // slabs they went in (more than the boxes when a box exceeds the rank's region)
 
   // Local. The report as a JSON object.
   std::string to_json() const;
@@ -70,6 +71,14 @@ class IoRanks {
   // Local. The options start() was given, and the bytes of this compute rank's region (0 on I/O ranks).
   const IoRanksOptions& options() const;
   size_t region_bytes() const;
+
+  // Local, compute ranks. `bytes` of this rank's region of the node's buffer, for the caller's arrays
+  // (taken from the region's end, which leaves less room for copies; held until this object goes). A box
+  // staged with IoDataset::write_box_borrowed from such memory is handed over where it lies, without a
+  // copy: flush() returns at once. It must then stay unchanged until the next flush() or wait() returns
+  // (the I/O rank copies it out meanwhile), as with two arrays that a stencil code swaps each step.
+  // Errors: kInvalidArgument (no room left).
+  Result<void*> shared_memory(size_t bytes);
 
   // Collective over the I/O ranks. Runs the creates, writes and commits the compute ranks hand over,
   // until every compute rank has closed. Errors of a dataset go to the compute ranks; the return value

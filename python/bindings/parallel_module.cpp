@@ -90,7 +90,7 @@ void bind_io_ranks(nb::module_& m) {
                nb::gil_scoped_release release;
                r = take(d.flush());
              }
-             return std::make_tuple(r.seconds, r.waited, r.reason, r.copied, r.pieces);
+             return std::make_tuple(r.seconds, r.waited, r.reason, r.copied, r.pieces, r.in_place);
            })
       .def("close",
            [](IoDataset& d) {
@@ -124,6 +124,14 @@ void bind_io_ranks(nb::module_& m) {
       .def_prop_ro("compute_comm_handle", [](const IoRanks& io) { return handle_of(io.compute_comm()); })
       .def_prop_ro("io_comm_handle", [](const IoRanks& io) { return handle_of(io.io_comm()); })
       .def_prop_ro("region_bytes", &IoRanks::region_bytes)
+      .def(
+          "shared_memory",
+          [](nb::object self, size_t bytes) {
+            // A view of the memory, keeping the IoRanks object (which maps it) alive.
+            void* p = take(nb::cast<IoRanks&>(self).shared_memory(bytes));
+            return nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(p, {bytes}, self);
+          },
+          nb::arg("bytes"))
       .def("serve",
            [](IoRanks& io) {
              nb::gil_scoped_release release;

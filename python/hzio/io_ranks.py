@@ -45,19 +45,21 @@ from .errors import InvalidArgumentError, UnsupportedError
 class FlushReport:
     """What a compute rank's ``flush()`` did: ``waited`` seconds for the I/O side and why (``"buffer full"``,
     ``"timesteps in flight"`` or ``""``), ``copied`` bytes into the node's buffer in ``pieces`` slabs,
-    ``seconds`` in all."""
+    ``seconds`` in all; ``in_place`` bytes were handed over where they lay (arrays of
+    :meth:`IoRanks.shared_array` written with ``copy=False``), without a copy."""
 
     seconds: float = 0.0
     waited: float = 0.0
     reason: str = ""
     copied: int = 0
     pieces: int = 0
+    in_place: int = 0
 
     def __getitem__(self, key: str) -> Any:
         return getattr(self, key)
 
     def keys(self) -> list[str]:
-        return ["seconds", "waited", "reason", "copied", "pieces"]
+        return ["seconds", "waited", "reason", "copied", "pieces", "in_place"]
 
 
 def _communicator(handle: int) -> Any:
@@ -86,6 +88,18 @@ class IoRanks:
     def _require_compute(self, what: str) -> None:
         if self.is_io_rank:
             raise InvalidArgumentError(f"{what} is a call of compute ranks; I/O ranks run serve()")
+
+    def shared_array(self, shape: Any, dtype: Any = "float32") -> np.ndarray:
+        """Local, compute ranks. A new array in this rank's region of the node's buffer (held as long
+        as these I/O ranks; it leaves less room for copies). Written with ``ds.write(array, copy=False)``, it is
+        handed over where it lies: ``flush()`` returns without copying it. It must then stay unchanged
+        until the next ``flush()`` or :meth:`wait` returns, as with the two arrays a stencil code swaps
+        each step."""
+        self._require_compute("shared_array")
+        dt = np.dtype(dtype)
+        shape = tuple(int(n) for n in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        return self._core.shared_memory(nbytes).view(dt).reshape(shape)
 
     def serve(self) -> None:
         """Collective over the I/O ranks. Run the writes the compute ranks hand over until they are all done."""

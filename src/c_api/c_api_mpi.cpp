@@ -131,6 +131,14 @@ int hzio_io_ranks_is_io_rank(const hzio_io_ranks* io) { return io && io->io->is_
 
 MPI_Comm hzio_io_ranks_compute_comm(const hzio_io_ranks* io) { return io ? io->io->compute_comm() : MPI_COMM_NULL; }
 
+hzio_status hzio_io_ranks_shared_memory(hzio_io_ranks* io, size_t bytes, void** out) {
+  if (!io || !out) return hzio::c_api::fail(hzio::invalid_argument("io or out is NULL"));
+  auto p = io->io->shared_memory(bytes);
+  if (!p.is_ok()) return hzio::c_api::fail(p.status());
+  *out = p.value();
+  return HZIO_OK;
+}
+
 hzio_status hzio_io_ranks_serve(hzio_io_ranks* io) {
   if (!io) return hzio::c_api::fail(hzio::invalid_argument("io is NULL"));
   return hzio::c_api::done(io->io->serve());

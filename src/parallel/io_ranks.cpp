@@ -308,7 +308,8 @@ std::string HandOffReport::to_json() const {
   std::string reason_text;
   for (char c : reason) reason_text += (c == '"' || c == '\\') ? ' ' : c;
   return "{\"seconds\": " + std::to_string(seconds) + ", \"waited\": " + std::to_string(waited) + ", \"reason\": \"" +
-         reason_text + "\", \"copied\": " + std::to_string(copied) + ", \"pieces\": " + std::to_string(pieces) + "}";
+         reason_text + "\", \"copied\": " + std::to_string(copied) + ", \"in_place\": " + std::to_string(in_place) +
+         ", \"pieces\": " + std::to_string(pieces) + "}";
 }
 
 // ------------------------------------------------------------------------------------- the split
@@ -320,6 +321,7 @@ struct IoRanks::Impl {
   std::vector<int> clients;  // I/O ranks: their compute ranks in `node`, in order
   std::byte* buffer = nullptr;
   size_t region_offset = 0, region_bytes = 0;
+  size_t shared_bytes = 0;  // compute ranks: the top of the region given out by shared_memory()
   bool closed = false;
   // Compute ranks: the I/O side's state as far as this rank knows.
   int pending_durable = 0;        // flushes and closes not yet durable
@@ -394,6 +396,20 @@ MPI_Comm IoRanks::compute_comm() const { return impl_->compute; }
 MPI_Comm IoRanks::io_comm() const { return impl_->io; }
 const IoRanksOptions& IoRanks::options() const { return impl_->options; }
 size_t IoRanks::region_bytes() const { return impl_->region_bytes; }
+
+Result<void*> IoRanks::shared_memory(size_t bytes) {
+  Impl& s = *impl_;
+  HZIO_RETURN_IF_ERROR(s.require_compute("IoRanks::shared_memory"));
+  const size_t rounded = (bytes + 63) & ~size_t{63};
+  if (bytes == 0 || rounded > s.region_bytes - s.shared_bytes) {
+    return invalid_argument("shared_memory(" + std::to_string(bytes) + "): this rank's region of " +
+                            std::to_string(s.region_bytes) + " bytes has " +
+                            std::to_string(s.region_bytes - s.shared_bytes) +
+                            " left: give IoRanks::start a larger buffer_bytes");
+  }
+  s.shared_bytes += rounded;
+  return static_cast<void*>(s.buffer + s.region_offset + s.region_bytes - s.shared_bytes);
+}
 
 Result<std::unique_ptr<IoRanks>> IoRanks::start(MPI_Comm comm, const IoRanksOptions& options) {
   auto impl = std::make_unique<Impl>();
@@ -516,7 +532,14 @@ struct IoDataset::Impl {
     const std::byte* data = nullptr;
     size_t bytes = 0;
     std::vector<std::byte> copy;  // owns `data` unless borrowed
+    bool borrowed = false;
   };
+  // Whether a borrowed box lies in this rank's shared memory (IoRanks::shared_memory): then it is handed
+  // over where it lies.
+  bool in_place(const Staged& b) const {
+    const std::byte* top = io->buffer + io->region_offset + io->region_bytes;
+    return b.borrowed && b.data >= top - io->shared_bytes && b.data + b.bytes <= top;
+  }
   std::vector<Staged> staged;
   HandOffReport last;
   bool closed = false;
@@ -535,7 +558,7 @@ struct IoDataset::Impl {
                               " bytes, got " + std::to_string(size));
     }
     if (!data) return invalid_argument("write_box: data is NULL");
-    Staged s{f->first, time, box, static_cast<const std::byte*>(data), size, {}};
+    Staged s{f->first, time, box, static_cast<const std::byte*>(data), size, {}, borrow};
     if (!borrow) {
       s.copy.assign(s.data, s.data + size);
       s.data = s.copy.data();
@@ -590,12 +613,15 @@ Result<HandOffReport> IoDataset::Impl::flush() {
   waiting("buffer full", [&] { s.wait_release(); });
   // Every box in slabs along its last axis, as many planes as fit what is left of the region.
   const int axis = std::clamp(shape.ndim, 1, 3) - 1;
+  const size_t room = s.region_bytes - s.shared_bytes;  // for copies
   for (const Staged& b : staged) {
     const auto planes = b.box.extent(axis);
     const size_t plane = b.bytes / static_cast<size_t>(planes);
-    if (plane > s.region_bytes) {
-      return invalid_argument("one plane of " + std::to_string(plane) + " bytes does not fit this rank's region of " +
-                              std::to_string(s.region_bytes) + " bytes: give IoRanks::start a larger buffer_bytes");
+    if (!in_place(b) && plane > room) {
+      return invalid_argument("one plane of " + std::to_string(plane) + " bytes does not fit the " +
+                              std::to_string(room) +
+                              " bytes of this rank's region left for copies: give "
+                              "IoRanks::start a larger buffer_bytes");
     }
   }
   std::vector<Piece> batch;
@@ -611,14 +637,20 @@ Result<HandOffReport> IoDataset::Impl::flush() {
     at = 0;
   };
   for (const Staged& b : staged) {
+    if (in_place(b)) {
+      batch.push_back(Piece{b.field, b.time, b.box, b.data - s.buffer, static_cast<int64_t>(b.bytes)});
+      report.in_place += static_cast<int64_t>(b.bytes);
+      ++report.pieces;
+      continue;
+    }
     const int64_t planes = b.box.extent(axis);
     const size_t plane = b.bytes / static_cast<size_t>(planes);
     for (int64_t z = 0; z < planes;) {
-      if (at + plane > s.region_bytes) {
+      if (at + plane > room) {
         hand_over(kStage);
         waiting("buffer full", [&] { s.wait_release(); });
       }
-      const int64_t n = std::min<int64_t>(planes - z, static_cast<int64_t>((s.region_bytes - at) / plane));
+      const int64_t n = std::min<int64_t>(planes - z, static_cast<int64_t>((room - at) / plane));
       Piece p{b.field, b.time, b.box, static_cast<int64_t>(s.region_offset + at), n * static_cast<int64_t>(plane)};
       p.box.lo[axis] = b.box.lo[axis] + z;
       p.box.hi[axis] = p.box.lo[axis] + n;

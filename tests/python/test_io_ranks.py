@@ -42,15 +42,16 @@ def _run(nprocs, per_node_env, payload, timeout=300):
             os.environ["HZIO_RANKS_PER_NODE"] = old
 
 
-@pytest.mark.parametrize("nprocs,node,per_node,buffer,codec", [
-    (3, 3, 1, 48 << 10, "zip"),        # one node: 2 compute ranks, 1 I/O rank, a buffer below one timestep
-    (6, 3, 1, 1 << 20, "raw"),         # two nodes, one I/O rank each
-    (5, 5, 2, 32 << 10, "lz4"),        # one node with two I/O ranks
-    (9, 3, 1, 96 << 10, "zip-Z_BEST_SPEED"),  # three nodes
-], ids=["3ranks", "6ranks-2nodes", "5ranks-2io", "9ranks-3nodes"])
-def test_files_equal_the_synchronous_write(tmp_path, nprocs, node, per_node, buffer, codec):
+@pytest.mark.parametrize("nprocs,node,per_node,buffer,codec,in_place", [
+    (3, 3, 1, 48 << 10, "zip", False),   # one node: 2 compute ranks, 1 I/O rank, a buffer below one timestep
+    (6, 3, 1, 1 << 20, "raw", False),    # two nodes, one I/O rank each
+    (5, 5, 2, 32 << 10, "lz4", False),   # one node with two I/O ranks
+    (9, 3, 1, 96 << 10, "zip-Z_BEST_SPEED", False),  # three nodes
+    (6, 3, 1, 1 << 20, "lz4", True),     # outputs computed into the shared buffer, handed over in place
+], ids=["3ranks", "6ranks-2nodes", "5ranks-2io", "9ranks-3nodes", "6ranks-in-place"])
+def test_files_equal_the_synchronous_write(tmp_path, nprocs, node, per_node, buffer, codec, in_place):
     result, describe = _run(nprocs, node, {"out": str(tmp_path), "per_node": per_node, "buffer_bytes": buffer,
-                                           "steps": 3, "codec": codec, "seed": nprocs})
+                                           "steps": 3, "codec": codec, "seed": nprocs, "in_place": in_place})
     assert result is not None, describe
     assert result["compute_ranks"] == nprocs - per_node * (nprocs // node)
     assert _same_trees(tmp_path / "io", tmp_path / "sync") == []
@@ -63,7 +64,10 @@ def test_files_equal_the_synchronous_write(tmp_path, nprocs, node, per_node, buf
             np.testing.assert_array_equal(ds.read(field="t", time=step), want["t"])
             np.testing.assert_array_equal(ds.read(field="w", time=step), want["w"])
     flushes = [r for rank in result["reports"] for r in rank]
-    assert all(r["copied"] > 0 for r in flushes)
+    if in_place:  # nothing copied: the arrays lay in the buffer
+        assert all(r["copied"] == 0 and r["in_place"] > 0 for r in flushes), flushes
+    else:
+        assert all(r["copied"] > 0 and r["in_place"] == 0 for r in flushes), flushes
     if buffer < 64 << 10:  # smaller than a rank's share of one timestep: flushes waited for buffer space
         assert any(r["reason"] == "buffer full" and r["waited"] > 0 for r in flushes), flushes
         assert any(r["pieces"] > 1 for r in flushes)
