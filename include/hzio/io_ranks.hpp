@@ -77,6 +77,7 @@ class IoRanks {
   // staged with IoDataset::write_box_borrowed from such memory is handed over where it lies, without a
   // copy: flush() returns at once. It must then stay unchanged until the next flush() or wait() returns
   // (the I/O rank copies it out meanwhile), as with two arrays that a stencil code swaps each step.
+  // Waits until the I/O rank has copied out the rank's last batch, which may lie in that memory.
   // Errors: kInvalidArgument (no room left).
   Result<void*> shared_memory(size_t bytes);
 

@@ -94,7 +94,8 @@ class IoRanks:
         as these I/O ranks; it leaves less room for copies). Written with ``ds.write(array, copy=False)``, it is
         handed over where it lies: ``flush()`` returns without copying it. It must then stay unchanged
         until the next ``flush()`` or :meth:`wait` returns, as with the two arrays a stencil code swaps
-        each step."""
+        each step. Waits until the I/O rank has copied out this rank's last batch, which may lie in that
+        memory."""
         self._require_compute("shared_array")
         dt = np.dtype(dtype)
         shape = tuple(int(n) for n in (shape if isinstance(shape, (tuple, list)) else (shape,)))

@@ -407,6 +407,7 @@ Result<void*> IoRanks::shared_memory(size_t bytes) {
                             std::to_string(s.region_bytes - s.shared_bytes) +
                             " left: give IoRanks::start a larger buffer_bytes");
   }
+  s.wait_release();  // the region's last batch may lie where the new memory starts
   s.shared_bytes += rounded;
   return static_cast<void*>(s.buffer + s.region_offset + s.region_bytes - s.shared_bytes);
 }
