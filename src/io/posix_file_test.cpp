@@ -197,6 +197,7 @@ TEST(PosixFile, MakeDirsSucceedsWhenOthersCreateTheSameFoldersAtOnce) {
 
 TEST(PosixFile, MakeDirsNamesTheFileInTheWay) {
   const std::string root = temp_dir() + "/blocked_dirs";
+  std::filesystem::remove_all(root);  // a folder of an earlier run whose pid was the same
   std::filesystem::create_directories(root);
   File::open(root + "/f", File::Mode::kCreate).value();
   std::vector<std::string> created;
