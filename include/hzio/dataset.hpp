@@ -53,6 +53,7 @@ struct OpenOptions {
   size_t cache_bytes = size_t{256} << 20;  // bound on partially written blocks held in memory
   // Bound on the raw block bytes that small reads keep for the reads that follow (a box read again, the
   // coarse blocks shared by neighbouring boxes); 0 keeps none (docs/design/read-path.md "Read cache").
+  // Read-only datasets also keep the outputs of their last 4 small reads, each up to a quarter of it.
   size_t read_cache_bytes = size_t{8} << 20;
   // Reads check every stored payload and header table against the checksums of the statistics
   // sidecars (docs/format.md "Checksums"); false skips the checks (and the sidecar loads they need).

@@ -3,6 +3,7 @@ the type aliases of the public signatures."""
 
 from __future__ import annotations
 
+import math
 import operator
 import os
 from typing import Any, Mapping, Sequence, Tuple, Union
@@ -186,7 +187,7 @@ def empty_for_read(shape: Sequence[int], dtype: Any) -> np.ndarray:
     an array is a view of a uint8 buffer (its ``base``); it behaves as any NumPy array otherwise.
     """
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(int(n) for n in shape) * dtype.itemsize  # Python integers: no overflow
     try:
         if nbytes < _ALIGNED_READ_BYTES:
             return np.empty(shape, dtype=dtype)

@@ -45,18 +45,39 @@ class Dataset:
     :class:`hzio.parallel.ParallelDataset`) reads and commits are Collective (see there).
     """
 
-    #: The report of the last ``read``, slicing, ``progressive`` step or ``query`` (Local), or None.
-    last_read_report: ReadReport | None
     #: The report of the last commit (``flush`` or ``close``), or None before the first.
     last_write_report: WriteReport | None
 
+    #: Reads are Collective (ParallelDataset): slicing always takes the general path, which joins them.
+    _collective = False
+    _read_report: Any = None
+    _raw_read_report: Any = None  # the core's report of the last read, until last_read_report converts it
+
     def __init__(self, core: _core.Dataset) -> None:
-        self._core = core
-        self._ndim: int = core.ndim
-        self._fields = {f.name: parse_dtype(f.dtype) for f in core.fields}
+        self._set_core(core)
         self.last_read_report = None
         self.last_write_report = None
         self._reopen: tuple | None = None  # hzio.open's arguments, for refresh()
+
+    def _set_core(self, core: _core.Dataset) -> None:
+        self._core = core
+        self._ndim: int = core.ndim
+        self._fields = {f.name: parse_dtype(f.dtype) for f in core.fields}
+        box = core.box  # the box of an open dataset does not change; refresh() sets it again
+        self._lo_zyx = to_zyx(box.lo, self._ndim)
+        self._hi_zyx = to_zyx(box.hi, self._ndim)
+
+    @property
+    def last_read_report(self) -> ReadReport | None:
+        """Local. The report of the last ``read``, slicing, ``progressive`` step or ``query``, or None."""
+        raw = self._raw_read_report
+        if raw is not None:  # made on first use: a small read need not pay for it
+            self._read_report, self._raw_read_report = ReadReport._from_core(raw), None
+        return self._read_report
+
+    @last_read_report.setter
+    def last_read_report(self, report: Any) -> None:
+        self._read_report, self._raw_read_report = report, None
 
     # ---------------------------------------------------------------- live datasets (Local)
     def refresh(self) -> bool:
@@ -71,9 +92,8 @@ class Dataset:
                 [f.name for f in fresh.fields] == list(self._fields):
             fresh.close()
             return False
-        old, self._core = self._core, fresh
-        self._ndim = fresh.ndim
-        self._fields = {f.name: parse_dtype(f.dtype) for f in fresh.fields}
+        old = self._core
+        self._set_core(fresh)
         old.close()
         return True
 
@@ -104,8 +124,7 @@ class Dataset:
     @property
     def grid_shape(self) -> tuple[int, ...]:
         """Local. Samples per axis of the grid, ``(nz, ny, nx)``, ``(ny, nx)`` or ``(nx,)``."""
-        box = self._core.box
-        return tuple(h - o for h, o in zip(to_zyx(box.hi, self._ndim), to_zyx(box.lo, self._ndim)))
+        return tuple(h - o for h, o in zip(self._hi_zyx, self._lo_zyx))
 
     @property
     def grid_ndim(self) -> int:
@@ -160,7 +179,7 @@ class Dataset:
         ``box`` and ``offset`` arguments are in dataset coordinates; slicing (``ds[...]``) indexes the
         array that starts at ``origin``, like a NumPy array of ``shape``.
         """
-        return to_zyx(self._core.box.lo, self._ndim)
+        return self._lo_zyx
 
     @property
     def fields(self) -> dict[str, str]:
@@ -349,6 +368,10 @@ class Dataset:
         return self._getitem(key, field=None, time=None)
 
     def _getitem(self, key, field, time):
+        fast = self._read_plain_slices(key, field, time)
+        if fast is not None:
+            return fast
+
         def to_dataset_box():
             lo, hi, picks = plan_array(key, self.grid_shape, self._fields[self._field(field)][2])
             if lo is None:
@@ -357,6 +380,31 @@ class Dataset:
                     picks)
 
         return self._read_selected(to_dataset_box, field, time, None)
+
+    def _read_plain_slices(self, key, field, time):
+        """``ds[z0:z1, y0:y1, x0:x1]`` of a scalar field at full resolution (steps of 1, not empty), read
+        without the general planning of :func:`plan_array`, whose Python cost is a large part of a small
+        read; None for any other key, which takes the general path (and its errors)."""
+        if self._collective or type(key) is not tuple or len(key) != self._ndim:
+            return None
+        name = next(iter(self._fields)) if field is None else field
+        spec = self._fields.get(name)
+        if spec is None or spec[2] != 1:
+            return None
+        lo, hi = [], []
+        for k, a, b in zip(key, self._lo_zyx, self._hi_zyx):
+            if type(k) is not slice or k.step not in (None, 1):
+                return None
+            start, stop, _ = k.indices(b - a)
+            if start >= stop:
+                return None
+            lo.append(a + start)
+            hi.append(a + stop)
+        t = self._time(time)
+        arr = empty_for_read([h - l for l, h in zip(lo, hi)], spec[1])
+        self._raw_read_report = self._core.read_box(to_xfirst(lo, self._ndim, 0), to_xfirst(hi, self._ndim, 1), -1,
+                                                    name, t, arr)
+        return arr
 
     def _read_selected(self, to_dataset_box, field, time, level):
         """Read the box ``to_dataset_box()`` plans (``(lo, hi, picks)``, ``lo`` None when empty) and apply the picks."""

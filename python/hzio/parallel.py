@@ -63,6 +63,7 @@ class ParallelDataset(Dataset):
 
     #: The mpi4py communicator the dataset was opened over.
     comm: Any
+    _collective = True
 
     def __init__(self, pcore: _core.ParallelDataset, comm: Any) -> None:
         super().__init__(pcore.dataset)

@@ -27,6 +27,7 @@ Dataset::Impl::Impl(std::string path, format::IdxFile idx, const OpenOptions& op
       storage_(std::move(storage)),
       name_(storage_->describe(path_)),
       read_cache_(options.read_cache_bytes),
+      results_(std::min(options.read_cache_bytes / core::ResultCache::kEntries, core::ResultCache::kLargest)),
       pool_owner_(util::ThreadPool::acquire(options.threads)),
       pool_(*pool_owner_) {
   space_ = hzorder::HzSpace::shared(idx_.bitmask, idx_.bits_per_block);
@@ -360,11 +361,18 @@ Status Dataset::read_box(const Box& box, int level, std::string_view field, int6
     return invalid_argument("read output needs " + std::to_string(want) + " bytes, got " + std::to_string(out_bytes));
   }
   ReadReport local;
-  return impl_->consistent_counted(report, [&] {
-    if (report) *report = ReadReport{};
-    return impl_->read_box(box, level < 0 ? max_level() : level, 0, f, time, static_cast<std::byte*>(out),
-                           report ? report : &local, nullptr, true);
-  });
+  ReadReport* r = report ? report : &local;
+  bool from_memory = false;
+  return impl_->consistent_counted(
+      report,
+      [&] {
+        *r = ReadReport{};
+        Status s = impl_->read_box(box, level < 0 ? max_level() : level, 0, f, time, static_cast<std::byte*>(out), r,
+                                   nullptr, true);
+        from_memory = r->assembly == kResultCacheAssembly;
+        return s;
+      },
+      &from_memory);
 }
 
 Result<core::IdxVersion> Dataset::Impl::start_read() {
@@ -381,9 +389,10 @@ bool Dataset::Impl::read_unchanged(const core::IdxVersion& version) const {
   return core::idx_unchanged(*storage_, path_, version);
 }
 
-Status Dataset::Impl::consistent_counted(ReadReport* report, const std::function<Status()>& op) {
+Status Dataset::Impl::consistent_counted(ReadReport* report, const std::function<Status()>& op,
+                                         const bool* from_memory) {
   const io::Storage::Traffic before = storage_->traffic();
-  Status s = consistent(op);
+  Status s = consistent(op, from_memory);
   if (report) {
     const io::Storage::Traffic after = storage_->traffic();
     report->requests += after.requests - before.requests;
@@ -392,12 +401,12 @@ Status Dataset::Impl::consistent_counted(ReadReport* report, const std::function
   return s;
 }
 
-Status Dataset::Impl::consistent(const std::function<Status()>& op) {
+Status Dataset::Impl::consistent(const std::function<Status()>& op, const bool* from_memory) {
   if (!storage_->checks_commits()) return op();
   for (int attempt = 1;; ++attempt) {
     HZIO_ASSIGN_OR_RETURN(core::IdxVersion version, start_read());
     Status s = op();
-    if (read_unchanged(version)) return s;
+    if ((from_memory && *from_memory) || read_unchanged(version)) return s;
     if (attempt == core::kConsistentReadAttempts) {
       return io_error("reading " + path_ + ": commits of another process replaced its files during each of " +
                       std::to_string(attempt) + " attempts");
@@ -417,6 +426,7 @@ Status Dataset::close() {
   if (!s.is_ok()) impl_->remove_uncommitted_create();
   impl_->files_->forget_stored();  // release file handles and mappings now, not when the object dies
   impl_->read_cache_.clear();
+  impl_->results_.clear();
   impl_->closed_ = true;
   return s;
 }

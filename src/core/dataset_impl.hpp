@@ -28,6 +28,9 @@
 
 namespace hzio {
 
+// ReadReport::assembly of a read answered from the result cache (core::ResultCache).
+inline constexpr const char* kResultCacheAssembly = "result cache";
+
 struct LocatedBlocks;  // read_path.cpp: the located blocks of one read
 
 // Decoded blocks a progressive read keeps so that no later step reads them again.
@@ -71,11 +74,13 @@ class Dataset::Impl {
   // Runs `op`, a read of committed files, so that it sees one state of the dataset (docs/design/commit.md
   // "Atomic rewrites"): the files are opened afresh when another commit published since the last read,
   // and `op` runs again when one publishes while it runs. Errors: those of `op`; kIo when a commit holds
-  // its marker too long, or commits keep publishing during every attempt.
-  Status consistent(const std::function<Status()>& op);
+  // its marker too long, or commits keep publishing during every attempt. `from_memory`, when given and
+  // set by `op`: it read no file (it copied what an earlier read of this state kept), so a commit
+  // publishing meanwhile cannot have mixed states into it, and the check after it is skipped.
+  Status consistent(const std::function<Status()>& op, const bool* from_memory = nullptr);
   // consistent(op), then adds to `report` (when given) the requests and bytes the storage exchanged
   // meanwhile (ReadReport::requests, bytes_received), after `op` has filled it.
-  Status consistent_counted(ReadReport* report, const std::function<Status()>& op);
+  Status consistent_counted(ReadReport* report, const std::function<Status()>& op, const bool* from_memory = nullptr);
   // The two halves of consistent(): wait for a commit holding its marker, open the files afresh if one
   // published since the last read, and return the .idx's version; then whether it is still that version.
   Result<core::IdxVersion> start_read();
@@ -107,6 +112,7 @@ class Dataset::Impl {
   std::mutex version_mutex_;
   std::optional<core::IdxVersion> files_version_;  // of the .idx when files_ last dropped its open files
   core::ReadCache read_cache_;                     // what small reads took, for the reads that follow
+  core::ResultCache results_;                      // what the last small reads returned, for reads again
   std::shared_ptr<util::ThreadPool> pool_owner_;   // util::ThreadPool::acquire: its threads outlive the dataset
   util::ThreadPool& pool_;
   bool closed_ = false;

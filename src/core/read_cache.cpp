@@ -2,6 +2,7 @@
 #include "core/read_cache.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "util/fork_guard.hpp"
 
@@ -100,6 +101,36 @@ void ReadCache::clear() {
   lru_.clear();
   index_.clear();
   held_ = 0;
+}
+
+bool ResultCache::copy_out(const Key& key, std::byte* out, size_t bytes) {
+  if (bytes > largest_) return false;
+  std::lock_guard lock(mutex_);
+  for (auto it = lru_.begin(); it != lru_.end(); ++it) {
+    if (!(it->key == key) || it->bytes->end != bytes) continue;
+    std::memcpy(out, it->bytes->data, bytes);
+    lru_.splice(lru_.begin(), lru_, it);
+    return true;
+  }
+  return false;
+}
+
+void ResultCache::put(const Key& key, const std::byte* data, size_t bytes) {
+  if (bytes == 0 || bytes > largest_) return;
+  auto held = ReadCache::make_bytes(0, bytes);  // may throw bad_alloc: the caller's read stands without it
+  std::memcpy(held->data, data, bytes);
+  std::lock_guard lock(mutex_);
+  if (key.generation < generation_) return;  // a read that started before the files were replaced
+  if (key.generation != generation_) lru_.clear();
+  generation_ = key.generation;
+  std::erase_if(lru_, [&](const Entry& e) { return e.key == key; });
+  lru_.push_front({key, std::move(held)});
+  if (lru_.size() > kEntries) lru_.pop_back();
+}
+
+void ResultCache::clear() {
+  std::lock_guard lock(mutex_);
+  lru_.clear();
 }
 
 void ReadCache::drop_locked(std::list<Entry>::iterator it) {

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "hzio/types.hpp"
 #include "io/storage.hpp"
 
 namespace hzio::core {
@@ -59,6 +60,47 @@ class ReadCache {
   size_t held_ = 0;
   std::list<Entry> lru_;  // most recently used first
   std::map<Key, std::list<Entry>::iterator> index_;
+};
+
+// The assembled outputs of the last few small reads: a box read again is one copy, as a chunked format's
+// cache of decoded chunks gives. Keyed by DataFiles::generation(), so that a commit this process makes
+// or sees drops them (docs/design/read-path.md "Read cache"). Layer: core.
+class ResultCache {
+ public:
+  struct Key {
+    uint64_t generation = 0;
+    int field = 0;
+    int64_t time = 0;
+    int level = 0;
+    Box box;
+    bool operator==(const Key& o) const {
+      return generation == o.generation && field == o.field && time == o.time && level == o.level &&
+             box.lo == o.box.lo && box.hi == o.box.hi;
+    }
+  };
+  static constexpr size_t kEntries = 4;
+  static constexpr size_t kLargest = size_t{4} << 20;  // larger reads are not kept (and rarely repeated)
+
+  // Local. Results of at most `largest` bytes each (0: none).
+  explicit ResultCache(size_t largest) : largest_(largest) {}
+  size_t largest() const { return largest_; }
+  // Local, thread-safe. Copies the result held for `key` into `out` (`bytes` long); false if none.
+  bool copy_out(const Key& key, std::byte* out, size_t bytes);
+  // Local, thread-safe. Keeps a copy of a result (the least recently used goes beyond kEntries; a new
+  // generation drops all).
+  void put(const Key& key, const std::byte* data, size_t bytes);
+  // Local, thread-safe.
+  void clear();
+
+ private:
+  struct Entry {
+    Key key;
+    std::shared_ptr<ReadCache::Bytes> bytes;
+  };
+  const size_t largest_;
+  std::mutex mutex_;
+  uint64_t generation_ = 0;
+  std::list<Entry> lru_;  // most recently used first
 };
 
 }  // namespace hzio::core

@@ -60,6 +60,30 @@ def test_a_box_read_again_takes_no_bytes_from_the_files(dataset):
     assert uncached.bytes_read > 0, uncached  # without the cache, the same read takes its bytes again
 
 
+def test_a_box_read_again_is_one_copy_of_the_same_result(dataset):
+    """The last small reads' outputs are kept whole (the result cache): the same box, level, field and
+    timestep again comes from memory; any other differs in its key and is read."""
+    path, a = dataset
+    box = BOXES[1]
+    with hzio.open(path) as ds:
+        coarse = ds.read(box, level=ds.max_level - 3)
+        for _ in range(2):
+            np.testing.assert_array_equal(ds.read(box), _box(a, box))
+            np.testing.assert_array_equal(ds.read(box, time=1), -_box(a, box))
+            np.testing.assert_array_equal(ds.read(box, level=ds.max_level - 3), coarse)
+            assert ds.last_read_report.assembly == "result cache"
+        first = ds.read(box)
+        first[...] = 0  # the caller's array, not the kept copy
+        np.testing.assert_array_equal(ds.read(box), _box(a, box))
+        (z0, y0, x0), (z1, y1, x1) = box
+        np.testing.assert_array_equal(ds[z0 - 32:z1, y0:y1, x0:x1], _box(a, box))  # slicing, negative start
+        assert ds.last_read_report.assembly == "result cache"
+    with hzio.open(path, read_cache_bytes=0) as ds:  # no cache: no kept results either
+        ds.read(box)
+        ds.read(box)
+        assert ds.last_read_report.assembly == "blocks"
+
+
 def test_a_commit_of_this_dataset_is_seen_by_the_next_read(dataset):
     path, a = dataset
     box = BOXES[1]
