@@ -14,11 +14,15 @@ namespace {
 
 // The payload and scratch vectors of earlier batches, kept for the next ones (process-wide, at most
 // kBytes of capacity): fresh memory is mapped a page at a time on first touch, which costs a fast codec
-// as much as the compression itself (bench/codec_bench.py, lz4: page faults per MiB).
+// as much as the compression itself (bench/codec_bench.py, lz4: page faults per MiB). Each kind is kept
+// apart: a scratch vector (a block's bytes) taken as a payload is smaller than lz4's bound, and the
+// codec's resize moved it to new memory (page faults and a copy, for half the blocks of a write).
+enum class Kept { kScratch, kPayload };
+
 struct KeptVectors {
   static constexpr size_t kBytes = size_t{64} << 20;
   std::mutex mutex;
-  std::vector<std::vector<std::byte>> vectors;
+  std::vector<std::vector<std::byte>> vectors[2];
   size_t bytes = 0;
 };
 
@@ -31,32 +35,42 @@ KeptVectors& kept_vectors() {
   return *kept;
 }
 
-// `n` vectors: kept ones where there are, else empty ones. Kept vectors keep their sizes and bytes, so
-// that a codec's resize to its bound fills only what lies beyond (lz4 zero-filled a whole block's bound
-// before compressing it: bench/codec_bench.py); that suits payloads, into which a codec writes every
-// byte it keeps. `cleared`: emptied first, as scratch vectors must be, since a block's samples outside
-// the dataset's box are left as resize() zero-fills them.
-std::vector<std::vector<std::byte>> take_vectors(size_t n, bool cleared) {
+// `n` vectors of one kind: kept ones where there are, else empty ones. Kept payloads keep their sizes
+// and bytes, so that a codec's resize to its bound fills only what lies beyond (lz4 zero-filled a whole
+// block's bound before compressing it: bench/codec_bench.py); a codec writes every byte it keeps.
+// Scratch vectors are emptied first, since a block's samples outside the dataset's box are left as
+// resize() zero-fills them.
+std::vector<std::vector<std::byte>> take_vectors(size_t n, Kept kind) {
   std::vector<std::vector<std::byte>> out(n);
   KeptVectors& kept = kept_vectors();
+  auto& list = kept.vectors[static_cast<size_t>(kind)];
   std::lock_guard lock(kept.mutex);
-  for (size_t i = 0; i < n && !kept.vectors.empty(); ++i) {
-    out[i] = std::move(kept.vectors.back());
-    kept.vectors.pop_back();
+  for (size_t i = 0; i < n && !list.empty(); ++i) {
+    out[i] = std::move(list.back());
+    list.pop_back();
     kept.bytes -= out[i].capacity();
-    if (cleared) out[i].clear();
+    if (kind == Kept::kScratch) out[i].clear();
   }
   return out;
 }
 
-void give_back(std::vector<std::vector<std::byte>>& vectors) {
+void give_back(std::vector<std::vector<std::byte>>& vectors, Kept kind) {
   KeptVectors& kept = kept_vectors();
   std::lock_guard lock(kept.mutex);
   for (auto& v : vectors) {
     if (v.capacity() == 0 || kept.bytes + v.capacity() > KeptVectors::kBytes) continue;
     kept.bytes += v.capacity();
-    kept.vectors.push_back(std::move(v));
+    kept.vectors[static_cast<size_t>(kind)].push_back(std::move(v));
   }
+}
+
+// The encoded blocks a pool encodes at once before appending them: few enough (about 4 MiB of payloads)
+// that the next ones are encoded into payload vectors still in cache. A batch's 128 payload vectors
+// (32 MiB) were out of cache by their next use: lz4 into them ran at 0.75 x the library alone
+// (bench/codec_bench.py).
+size_t coded_chunk(size_t block_bytes, int threads) {
+  const size_t per_chunk = (size_t{4} << 20) / std::max<size_t>(block_bytes, 1);
+  return std::max<size_t>(size_t{2} * static_cast<size_t>(threads), per_chunk);
 }
 
 }  // namespace
@@ -160,20 +174,33 @@ void BlockWriter::checksum(BlockToWrite& r, std::span<const std::byte> payload) 
 
 Status BlockWriter::write(std::span<BlockToWrite> records, std::span<const Slot> slots) {
   const size_t n = records.size();
-  std::vector<std::vector<std::byte>> scratch = take_vectors(n, true), payload = take_vectors(n, false);
+  // Raw blocks all at once; the others (coded) a chunk at a time, each chunk appended before the next is
+  // encoded into the same payload vectors.
+  std::vector<size_t> raw_records, coded_records;
+  size_t coded_bytes = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const bool is_raw = coding_[static_cast<size_t>(records[i].field)].codec.kind == codec::CodecKind::kRaw;
+    (is_raw ? raw_records : coded_records).push_back(i);
+    if (!is_raw) coded_bytes = std::max(coded_bytes, block_bytes(records[i].field));
+  }
+  const size_t chunk = std::min(coded_records.size(), coded_chunk(coded_bytes, pool_.size()));
+  std::vector<std::vector<std::byte>> scratch = take_vectors(std::max(raw_records.size(), chunk), Kept::kScratch),
+                                      payload = take_vectors(chunk, Kept::kPayload);
   struct GiveBack {
     std::vector<std::vector<std::byte>>& a;
     std::vector<std::vector<std::byte>>& b;
     ~GiveBack() {
-      give_back(a);
-      give_back(b);
+      give_back(a, Kept::kScratch);
+      give_back(b, Kept::kPayload);
     }
   } give_back_at_end{scratch, payload};
   std::vector<uint32_t> flags(n);
   std::vector<Status> errors(n);
   std::vector<std::byte*> buffered(n);
-  pool_.parallel_for(n, [&](size_t i) {
-    errors[i] = encode_one(records[i], slots[i], buffered[i], scratch[i], payload[i], flags[i]);
+  std::vector<std::byte> no_payload;  // raw records have none
+  pool_.parallel_for(raw_records.size(), [&](size_t j) {
+    const size_t i = raw_records[j];
+    errors[i] = encode_one(records[i], slots[i], buffered[i], scratch[j], no_payload, flags[i]);
   });
   // Buffered blocks go to their files before anything moves the direct buffers.
   for (const Status& e : errors) HZIO_RETURN_IF_ERROR(e);
@@ -185,13 +212,24 @@ Status BlockWriter::write(std::span<BlockToWrite> records, std::span<const Slot>
   }
   const auto in_buffer =
       std::count_if(buffered.begin(), buffered.end(), [](const std::byte* b) { return b != nullptr; });
-  for (size_t i = 0; i < n; ++i) {
-    BlockToWrite& r = records[i];
-    if (buffered[i]) r.write_seconds += write_out_seconds / static_cast<double>(in_buffer);
-    if (coding_[static_cast<size_t>(r.field)].codec.kind == codec::CodecKind::kRaw) continue;
-    util::ScopedSeconds timer(r.write_seconds);
-    HZIO_RETURN_IF_ERROR(files_.append(r.field, r.time, r.block, payload[i], flags[i], &*r.stats, r.checksums));
-    r.stored_bytes = static_cast<int64_t>(payload[i].size());
+  for (size_t i : raw_records) {
+    if (buffered[i]) records[i].write_seconds += write_out_seconds / static_cast<double>(in_buffer);
+  }
+  for (size_t start = 0; start < coded_records.size(); start += chunk) {
+    const size_t m = std::min(chunk, coded_records.size() - start);
+    pool_.parallel_for(m, [&](size_t j) {
+      const size_t i = coded_records[start + j];
+      scratch[j].clear();  // as taken: emptied (see take_vectors)
+      errors[i] = encode_one(records[i], slots[i], buffered[i], scratch[j], payload[j], flags[i]);
+    });
+    for (size_t j = 0; j < m; ++j) HZIO_RETURN_IF_ERROR(errors[coded_records[start + j]]);
+    for (size_t j = 0; j < m; ++j) {  // in record order, as before
+      const size_t i = coded_records[start + j];
+      BlockToWrite& r = records[i];
+      util::ScopedSeconds timer(r.write_seconds);
+      HZIO_RETURN_IF_ERROR(files_.append(r.field, r.time, r.block, payload[j], flags[i], &*r.stats, r.checksums));
+      r.stored_bytes = static_cast<int64_t>(payload[j].size());
+    }
   }
   return Status::ok();
 }
