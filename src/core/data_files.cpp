@@ -11,6 +11,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "format/file_name.hpp"
 #include "util/fork_guard.hpp"
@@ -171,7 +172,11 @@ Result<DataFiles::Stored*> DataFiles::stored(const Key& key, ReadReport* report)
   // without asking: its absence shows here).
   uint64_t size = 0;
   const uint64_t table = format::header_table_bytes(static_cast<int>(idx_->fields.size()), idx_->blocks_per_file);
-  auto head = opened.is_ok() ? (*opened)->read_prefix(table, &size) : Result<std::vector<std::byte>>(opened.status());
+  std::vector<std::byte> ahead;
+  const bool read_ahead = opened.is_ok() && take_read_ahead(path, ahead, size);  // read at open
+  auto head = !opened.is_ok() ? Result<std::vector<std::byte>>(opened.status())
+              : read_ahead    ? Result<std::vector<std::byte>>(std::move(ahead))
+                              : (*opened)->read_prefix(table, &size);
   if (!head.is_ok() && head.status().code() != ErrorCode::kNotFound) return head.status();
   if (head.is_ok()) {
     s->exists = true;
@@ -181,7 +186,7 @@ Result<DataFiles::Stored*> DataFiles::stored(const Key& key, ReadReport* report)
                                                                  idx_->blocks_per_file, size, path));
     s->size = size;
     s->header_crc = stats::crc32_of(bytes);
-    if (report) {
+    if (report) {  // read ahead or now: counted in the read that needs it, as before either way
       report->files_opened += 1;
       report->bytes_read += static_cast<int64_t>(bytes.size());
     }
@@ -242,11 +247,62 @@ void DataFiles::prefetch_headers(int64_t time, const std::vector<uint64_t>& bloc
   }
 }
 
+void DataFiles::read_headers_ahead(int64_t time, size_t max_files, std::function<bool()> unchanged) {
+  if (!idx_->time.contains(time)) return;
+  std::vector<std::string> paths;
+  const auto per_file = static_cast<uint64_t>(idx_->blocks_per_file);
+  const auto blocks = static_cast<uint64_t>(idx_->total_blocks());
+  for (uint64_t first = 0; first < blocks && paths.size() < max_files; first += per_file) {
+    if (auto path = format::data_file_path(*idx_, idx_dir_, static_cast<int64_t>(first), time); path.is_ok())
+      paths.push_back(*path);
+  }
+  const uint64_t table = format::header_table_bytes(static_cast<int>(idx_->fields.size()), idx_->blocks_per_file);
+  auto ahead = std::make_shared<ReadAhead>();
+  {
+    std::lock_guard lock(mutex_);
+    read_ahead_ = ahead;
+  }
+  // The thread holds what it uses (the storage, the paths, its own results); never this object.
+  std::thread([ahead, storage = storage_, paths = std::move(paths), table, verify = verify_,
+               unchanged = std::move(unchanged)] {
+    for (const std::string& path : paths) {
+      auto f = storage->open(path);
+      if (!f.is_ok()) continue;
+      uint64_t size = 0;
+      auto head = (*f)->read_prefix(table, &size);
+      if (!head.is_ok()) continue;
+      ahead->heads[path] = {std::move(head).value(), size};
+      ahead->files[path] = std::move(f).value();
+      if (!verify) continue;
+      if (auto s = storage->open(path + stats::kStatsSuffix); s.is_ok())
+        ahead->files[path + stats::kStatsSuffix] = std::move(s).value();
+    }
+    if (unchanged()) ahead->ready.store(true, std::memory_order_release);
+  }).detach();
+}
+
+bool DataFiles::take_read_ahead(const std::string& path, std::vector<std::byte>& head, uint64_t& size) {
+  if (!read_ahead_ || !read_ahead_->ready.load(std::memory_order_acquire)) return false;
+  auto it = read_ahead_->heads.find(path);
+  if (it == read_ahead_->heads.end()) return false;
+  head = std::move(it->second.first);
+  size = it->second.second;
+  read_ahead_->heads.erase(it);
+  return true;
+}
+
 Result<std::shared_ptr<const io::Readable>> DataFiles::open_committed(const std::string& path) {
   if (auto it = opened_ahead_.find(path); it != opened_ahead_.end()) {
     auto f = std::move(it->second);
     opened_ahead_.erase(it);
     return f;
+  }
+  if (read_ahead_ && read_ahead_->ready.load(std::memory_order_acquire)) {
+    if (auto it = read_ahead_->files.find(path); it != read_ahead_->files.end()) {
+      auto f = std::move(it->second);
+      read_ahead_->files.erase(it);
+      return f;
+    }
   }
   return storage_->open(path);
 }
@@ -938,6 +994,7 @@ void DataFiles::forget_stored() {
   generation_ += 1;
   stored_.clear();
   opened_ahead_.clear();
+  read_ahead_.reset();
   whole_sidecars_.clear();
 }
 

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <vector>
 #include <memory>
@@ -72,6 +73,15 @@ class DataFiles {
   // With `field` >= 0 (a read of that field), only the sidecar entries of those blocks are asked for
   // where locate() will read them entry by entry.
   void prefetch_headers(int64_t time, const std::vector<uint64_t>& blocks, bool sidecars = false, int field = -1);
+
+  // Local, thread-safe. Starts a thread of its own that opens the first `max_files` committed files of
+  // `time` and their sidecars (when reads verify) and reads their header tables, then, if `unchanged()`
+  // still holds (no commit published meanwhile), hands them to this object for the locate() calls that
+  // need them: a dataset opened for reading does this, so that its first small read finds its index in
+  // memory, as a chunked format reads its index at open. The thread shares nothing with this object
+  // until it publishes all at once, so a close or a fork at any moment leaves nothing half-changed.
+  // Errors are left to locate(), which meets them again.
+  void read_headers_ahead(int64_t time, size_t max_files, std::function<bool()> unchanged);
 
   // Local, thread-safe. Checks a located block's stored payload (all `entry.size` bytes) against its
   // checksums; ok when the location has none. Errors: kCorrupt naming the file, field, timestep and block.
@@ -211,6 +221,15 @@ class DataFiles {
   std::mutex mutex_;
   std::map<Key, std::unique_ptr<Stored>> stored_;
   std::map<std::string, std::shared_ptr<const io::Readable>> opened_ahead_;  // by prefetch_headers, for stored()
+  // What read_headers_ahead's thread read: written by it alone until `ready`, then by this object alone.
+  struct ReadAhead {
+    std::atomic<bool> ready{false};
+    std::map<std::string, std::shared_ptr<const io::Readable>> files;          // data files and sidecars, opened
+    std::map<std::string, std::pair<std::vector<std::byte>, uint64_t>> heads;  // a data file's table, size
+  };
+  std::shared_ptr<ReadAhead> read_ahead_;  // dropped by forget_stored()
+  // The header table and size of a data file that read_headers_ahead read, taken (false: none).
+  bool take_read_ahead(const std::string& path, std::vector<std::byte>& head, uint64_t& size);
   std::set<std::string> whole_sidecars_;  // sidecars prefetch_headers asked for whole: load_stats reads them so
   std::map<Key, std::unique_ptr<Pending>> pending_;
   std::vector<std::string> created_dirs_;

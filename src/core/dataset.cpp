@@ -306,7 +306,21 @@ Result<std::unique_ptr<Dataset>> Dataset::open_in(std::shared_ptr<const io::Stor
   }
   auto impl = std::make_unique<Impl>(path, std::move(idx), options, std::move(storage));
   HZIO_RETURN_IF_ERROR(impl->init_fields());
+  impl->read_headers_ahead();
   return std::unique_ptr<Dataset>(new Dataset(std::move(impl)));
+}
+
+void Dataset::Impl::read_headers_ahead() {
+  // Local files read for reading, when no commit is under way: the first timestep's header tables are
+  // read in the background (DataFiles::read_headers_ahead), valid while the .idx stays this version.
+  if (options_.writable || !storage_->checks_commits() || !storage_->cheap_small_reads()) return;
+  auto version = core::await_idx_version(*storage_, path_, 0);
+  const std::vector<int64_t> times = idx_.time.list();
+  if (!version.is_ok() || times.empty()) return;
+  files_version_ = version.value();
+  files_->read_headers_ahead(times.front(), kHeadersReadAhead, [storage = storage_, path = path_, v = version.value()] {
+    return core::idx_unchanged(*storage, path, v);
+  });
 }
 
 const std::string& Dataset::path() const { return impl_->name_; }

@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 
 import hzio
 import numpy as np
@@ -108,6 +109,25 @@ def test_a_commit_of_another_process_is_seen_by_the_next_read(dataset):
         subprocess.run([sys.executable, "-c", writer], check=True)
         for box in BOXES:
             np.testing.assert_array_equal(reader.read(box), np.full(_box(a, box).shape, 7.5, dtype=np.float32))
+
+
+def test_a_commit_between_open_and_the_first_read_is_seen(dataset):
+    """A dataset opened for reading reads its first timestep's header tables in the background; a commit of
+    another process before the first read replaces those files, and the read must see the new ones."""
+    path, a = dataset
+    with hzio.open(path) as reader:
+        time.sleep(0.3)  # the tables are read by now, or the read below reads them itself: the same answer
+        writer = textwrap.dedent(f"""
+            import hzio, numpy as np
+            with hzio.open({str(path)!r}, mode="r+") as ds:
+                ds.write(np.full({SHAPE!r}, -2.5, dtype=np.float32))
+        """)
+        subprocess.run([sys.executable, "-c", writer], check=True)
+        for box in BOXES:
+            np.testing.assert_array_equal(reader.read(box), np.full(_box(a, box).shape, -2.5, dtype=np.float32))
+    with hzio.open(path) as reader:  # and one opened after the commit reads what it committed
+        np.testing.assert_array_equal(reader.read(), np.full(SHAPE, -2.5, dtype=np.float32))
+        np.testing.assert_array_equal(reader.read(time=1), -a)
 
 
 def test_read_cache_bytes_is_checked(dataset):
