@@ -265,14 +265,21 @@ void DataFiles::read_headers_ahead(int64_t time, size_t max_files, std::function
   // The thread holds what it uses (the storage, the paths, its own results); never this object.
   std::thread([ahead, storage = storage_, paths = std::move(paths), table, verify = verify_,
                unchanged = std::move(unchanged)] {
+    // Every table asked for at once, exactly (a first read of a cold file would also read ahead around
+    // it, bytes a read at open has no use for), then read.
+    std::vector<std::pair<std::string, std::shared_ptr<const io::Readable>>> opened;
     for (const std::string& path : paths) {
-      auto f = storage->open(path);
-      if (!f.is_ok()) continue;
+      if (auto f = storage->open(path); f.is_ok()) {
+        (*f)->advise_willneed(0, table);
+        opened.emplace_back(path, std::move(f).value());
+      }
+    }
+    for (auto& [path, f] : opened) {
       uint64_t size = 0;
-      auto head = (*f)->read_prefix(table, &size);
+      auto head = f->read_prefix(table, &size);
       if (!head.is_ok()) continue;
       ahead->heads[path] = {std::move(head).value(), size};
-      ahead->files[path] = std::move(f).value();
+      ahead->files[path] = std::move(f);
       if (!verify) continue;
       if (auto s = storage->open(path + stats::kStatsSuffix); s.is_ok())
         ahead->files[path + stats::kStatsSuffix] = std::move(s).value();
