@@ -89,6 +89,7 @@ hzio_status hzio_io_ranks_open(hzio_io_ranks* io, const char* path, const hzio_p
 hzio_status hzio_io_dataset_write_box(hzio_io_dataset* ds, const int64_t lo[3], const int64_t hi[3],
                                       const char* field, int64_t time, const void* data, size_t size);
 /* Local. As hzio_io_dataset_write_box without the copy: `data` must stay unchanged until the next flush
+ * returns, and memory from hzio_io_ranks_shared_memory until the flush after that (or hzio_io_ranks_wait)
  * returns. */
 hzio_status hzio_io_dataset_write_box_borrowed(hzio_io_dataset* ds, const int64_t lo[3], const int64_t hi[3],
                                                const char* field, int64_t time, const void* data, size_t size);
@@ -100,11 +101,12 @@ hzio_status hzio_io_dataset_flush(hzio_io_dataset* ds, char* report_json, size_t
 /* Collective over the compute ranks. Flushes, waits until the dataset is committed and closed by the I/O
  * ranks, and frees the handle. */
 hzio_status hzio_io_dataset_close(hzio_io_dataset* ds);
-/* Collective over the compute ranks. Waits until every flush so far is durable; returns the I/O side's
+/* Local, compute ranks. Waits until every flush of this rank so far is durable; returns the I/O side's
  * first error. */
 hzio_status hzio_io_ranks_wait(hzio_io_ranks* io);
-/* Collective over the compute ranks (Local on I/O ranks, after serve). Waits as hzio_io_ranks_wait, tells
- * the I/O ranks this rank is done, and frees the handle and its communicators. */
+/* Local: every compute rank calls it once, after its last dataset call (I/O ranks after serve). Waits as
+ * hzio_io_ranks_wait, tells the I/O ranks this rank is done, and frees the handle (the communicators and
+ * shared memory go with the last dataset handle). */
 hzio_status hzio_io_ranks_close(hzio_io_ranks* io);
 
 #ifdef __cplusplus

@@ -56,8 +56,9 @@ class IoRanks {
   // equal regions, one per compute rank it serves. Errors (kInvalidArgument: per_node or the buffer too
   // small for the node; kIo: shared memory refused) agree on every rank.
   static Result<std::unique_ptr<IoRanks>> start(MPI_Comm comm, const IoRanksOptions& options = {});
-  // Local. Frees the communicators and the shared memory. A compute rank that did not close() tells its
-  // I/O rank it is done (the datasets it did not close keep their last commit).
+  // Local. A compute rank that did not close() tells its I/O rank it is done (the datasets it did not
+  // close keep their last commit); while other compute ranks still make calls, that breaks their order and
+  // stops the job (see serve()). The communicators and the shared memory go with the last IoDataset.
   ~IoRanks();
   IoRanks(const IoRanks&) = delete;
   IoRanks& operator=(const IoRanks&) = delete;
@@ -82,8 +83,10 @@ class IoRanks {
   Result<void*> shared_memory(size_t bytes);
 
   // Collective over the I/O ranks. Runs the creates, writes and commits the compute ranks hand over,
-  // until every compute rank has closed. Errors of a dataset go to the compute ranks; the return value
-  // is an error only when the compute ranks disagree on the order of their calls.
+  // until every compute rank has closed. Errors of a dataset go to the compute ranks. Compute ranks that
+  // disagree on their next call (create, open, flush, close, which each makes in the same order with the
+  // same path and options) stop the job with MPI_Abort and the reason on stderr: no answer could be
+  // right, and ranks waiting for one would wait forever.
   Status serve();
 
   // Collective over the compute ranks. The I/O ranks create the dataset (ParallelDataset::create over
@@ -94,17 +97,18 @@ class IoRanks {
   // Collective over the compute ranks. The I/O ranks open an existing dataset for writing.
   Result<std::unique_ptr<IoDataset>> open(const std::string& path, const ParallelOptions& parallel = {});
 
-  // Collective over the compute ranks. Waits until every flush so far is durable; returns the first
+  // Local, compute ranks. Waits until every flush of this rank so far is durable; returns the first
   // error the I/O side reported (kIo, with its message) and forgets it.
   Status wait();
-  // Collective over the compute ranks. wait(), then tells the I/O rank this rank is done.
+  // Local, compute ranks: each calls it once, after its last dataset call. wait(), then tells the I/O
+  // rank this rank is done.
   Status close();
 
   struct Impl;
 
  private:
-  explicit IoRanks(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit IoRanks(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
   friend class IoDataset;
 };
 
@@ -119,13 +123,16 @@ class IoDataset {
 
   // Local. Stages a box of this rank, as ParallelDataset::write_box (copies `data`).
   Status write_box(const Box& box, std::string_view field, int64_t time, const void* data, size_t size_bytes);
-  // Local. As write_box without the copy: `data` must stay valid and unchanged until flush() returns.
+  // Local. As write_box without the copy: `data` must stay valid and unchanged until flush() returns
+  // (it is copied into the node's buffer then), and, for memory from IoRanks::shared_memory (handed over
+  // where it lies), until the following flush() or IoRanks::wait() returns.
   Status write_box_borrowed(const Box& box, std::string_view field, int64_t time, const void* data, size_t size_bytes);
   // Collective over the compute ranks. Copies every staged box into this rank's region of its node's
   // buffer and returns once every compute rank's boxes are there: the I/O ranks write and commit them
   // while the caller computes on. Waits while `in_flight` earlier flushes are not durable, and while
-  // the region is full (a box larger than the region goes in slabs along its last axis). Returns an
-  // error the I/O side reported for an earlier flush (kIo), if any.
+  // the region is full (a box larger than the region goes in slabs along its last axis). An error the
+  // I/O side reported for an earlier flush (kIo), or a plane larger than a rank's room for copies
+  // (kInvalidArgument), on any compute rank is every compute rank's answer, and nothing is handed over.
   Result<HandOffReport> flush();
   // Collective over the compute ranks. flush(), then waits until the dataset is committed and closed
   // on the I/O side.

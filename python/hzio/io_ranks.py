@@ -109,14 +109,14 @@ class IoRanks:
         self._core.serve()
 
     def wait(self) -> None:
-        """Collective over the compute ranks. Wait until every flush so far is durable; raise the first error
+        """Local, compute ranks. Wait until every flush of this rank so far is durable; raise the first error
         the I/O side reported (:class:`hzio.IoError` with its message)."""
         self._require_compute("wait")
         self._core.wait()
 
     def close(self) -> None:
-        """Collective over the compute ranks (nothing on I/O ranks). :meth:`wait`, then tell the I/O rank this
-        rank is done."""
+        """Local: every compute rank calls it once, after its last dataset call (nothing on I/O ranks).
+        :meth:`wait`, then tell the I/O rank this rank is done."""
         if not self.is_io_rank:
             self._core.close()
 
@@ -164,7 +164,9 @@ class IoDataset:
     def write(self, array: Any, offset: Any = None, *, field: str | None = None, time: int | None = None,
               copy: bool = True) -> None:
         """Local. Stage a box ([z, y, x] plus components); it is copied into the node's buffer at :meth:`flush`
-        (with ``copy=False`` the array must not change until then)."""
+        (with ``copy=False`` the array must not change until then; an array of :meth:`IoRanks.shared_array`
+        is handed over where it lies, and must not change until the flush after that, or
+        :meth:`IoRanks.wait`, returns)."""
         name = next(iter(self._fields)) if field is None else field
         if name not in self._fields:
             raise InvalidArgumentError(f"no field {name!r}; fields: {list(self._fields)}")
@@ -191,7 +193,8 @@ class IoDataset:
         and the call waits until the I/O rank has copied it out: reported as ``"buffer full"``), hand the
         last batch over and return: the I/O ranks write and commit while the caller computes on. Before
         that, waits while ``in_flight`` earlier flushes are not yet durable (``"timesteps in flight"``).
-        Raises the I/O side's error of an earlier flush, if any (:class:`hzio.IoError`)."""
+        Raises the I/O side's error of an earlier flush, if any (:class:`hzio.IoError`), on every compute rank
+        at once, as it does a plane larger than a rank's room for copies: nothing is then handed over."""
         try:
             self.last_flush_report = FlushReport(*self._core.flush())
         finally:

@@ -263,8 +263,7 @@ void DataFiles::read_headers_ahead(int64_t time, size_t max_files, std::function
     read_ahead_ = ahead;
   }
   // The thread holds what it uses (the storage, the paths, its own results); never this object.
-  std::thread([ahead, storage = storage_, paths = std::move(paths), table, verify = verify_,
-               unchanged = std::move(unchanged)] {
+  std::thread([ahead, storage = storage_, paths = std::move(paths), table, unchanged = std::move(unchanged)] {
     // Every table asked for at once, exactly (a first read of a cold file would also read ahead around
     // it, bytes a read at open has no use for), then read.
     std::vector<std::pair<std::string, std::shared_ptr<const io::Readable>>> opened;
@@ -280,9 +279,6 @@ void DataFiles::read_headers_ahead(int64_t time, size_t max_files, std::function
       if (!head.is_ok()) continue;
       ahead->heads[path] = {std::move(head).value(), size};
       ahead->files[path] = std::move(f);
-      if (!verify) continue;
-      if (auto s = storage->open(path + stats::kStatsSuffix); s.is_ok())
-        ahead->files[path + stats::kStatsSuffix] = std::move(s).value();
     }
     if (unchanged()) ahead->ready.store(true, std::memory_order_release);
   }).detach();

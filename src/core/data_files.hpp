@@ -75,10 +75,10 @@ class DataFiles {
   void prefetch_headers(int64_t time, const std::vector<uint64_t>& blocks, bool sidecars = false, int field = -1);
 
   // Local, thread-safe. Starts a thread of its own that opens the first `max_files` committed files of
-  // `time` and their sidecars (when reads verify) and reads their header tables, then, if `unchanged()`
-  // still holds (no commit published meanwhile), hands them to this object for the locate() calls that
-  // need them: a dataset opened for reading does this, so that its first small read finds its index in
-  // memory, as a chunked format reads its index at open. The thread shares nothing with this object
+  // `time` and reads their header tables, then, if `unchanged()` still holds (no commit published
+  // meanwhile), hands them to this object for the locate() calls that need them: a dataset opened for
+  // reading does this, so that its first small read finds its index in memory, as a chunked format
+  // reads its index at open. The thread shares nothing with this object
   // until it publishes all at once, so a close or a fork at any moment leaves nothing half-changed.
   // Errors are left to locate(), which meets them again.
   void read_headers_ahead(int64_t time, size_t max_files, std::function<bool()> unchanged);
@@ -224,7 +224,7 @@ class DataFiles {
   // What read_headers_ahead's thread read: written by it alone until `ready`, then by this object alone.
   struct ReadAhead {
     std::atomic<bool> ready{false};
-    std::map<std::string, std::shared_ptr<const io::Readable>> files;          // data files and sidecars, opened
+    std::map<std::string, std::shared_ptr<const io::Readable>> files;          // data files, opened
     std::map<std::string, std::pair<std::vector<std::byte>, uint64_t>> heads;  // a data file's table, size
   };
   std::shared_ptr<ReadAhead> read_ahead_;  // dropped by forget_stored()

@@ -377,16 +377,21 @@ Status Dataset::read_box(const Box& box, int level, std::string_view field, int6
   ReadReport local;
   ReadReport* r = report ? report : &local;
   bool from_memory = false;
-  return impl_->consistent_counted(
+  const int lvl = level < 0 ? max_level() : level;
+  uint64_t generation = 0;  // of the files the last attempt read
+  HZIO_RETURN_IF_ERROR(impl_->consistent_counted(
       report,
       [&] {
         *r = ReadReport{};
-        Status s = impl_->read_box(box, level < 0 ? max_level() : level, 0, f, time, static_cast<std::byte*>(out), r,
-                                   nullptr, true);
+        generation = impl_->files_->generation();
+        Status s = impl_->read_box(box, lvl, 0, f, time, static_cast<std::byte*>(out), r, nullptr, true);
         from_memory = r->assembly == kResultCacheAssembly;
         return s;
       },
-      &from_memory);
+      &from_memory));
+  // Kept only now that the read is known to have seen one committed state.
+  if (!from_memory) impl_->keep_result({generation, f, time, lvl, box}, static_cast<const std::byte*>(out), out_bytes);
+  return Status::ok();
 }
 
 Result<core::IdxVersion> Dataset::Impl::start_read() {

@@ -78,9 +78,12 @@ class Dataset::Impl {
   // set by `op`: it read no file (it copied what an earlier read of this state kept), so a commit
   // publishing meanwhile cannot have mixed states into it, and the check after it is skipped.
   Status consistent(const std::function<Status()>& op, const bool* from_memory = nullptr);
+  // Keeps the output of a plain small read (results_) that consistent() found to have seen one committed
+  // state, if the files are still those of `key.generation`.
+  void keep_result(const core::ResultCache::Key& key, const std::byte* out, size_t bytes);
   // At a read-only open: DataFiles::read_headers_ahead for the first timestep's first files.
   void read_headers_ahead();
-  static constexpr size_t kHeadersReadAhead = 16;  // files
+  static constexpr size_t kHeadersReadAhead = 8;  // files (each held open until a read takes it, or close)
   // consistent(op), then adds to `report` (when given) the requests and bytes the storage exchanged
   // meanwhile (ReadReport::requests, bytes_received), after `op` has filled it.
   Status consistent_counted(ReadReport* report, const std::function<Status()>& op, const bool* from_memory = nullptr);

@@ -116,12 +116,11 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
   HZIO_RETURN_IF_ERROR(flush_dirty());
   const core::FieldCoding& fc = coding_[field];
   const hzorder::ArrayView view{out, space_->grid_in_box(box, level), fc.dtype.bytes()};
-  // A plain read of a read-only dataset, small enough to keep whole: a box read again is one copy.
+  // A plain read of a read-only dataset, small enough to keep whole: a box read again is one copy of a
+  // result kept by Dataset::read_box (keep_result).
   const auto out_bytes = static_cast<size_t>(view.grid.sample_count()) * fc.dtype.bytes();
-  const bool keep_result =
-      !keep && min_level == 0 && fill_default && !options_.writable && out_bytes <= results_.largest();
-  const core::ResultCache::Key result_key{files_->generation(), field, time, level, box};
-  if (keep_result && results_.copy_out(result_key, out, out_bytes)) {
+  const bool plain = !keep && min_level == 0 && fill_default && !options_.writable && out_bytes <= results_.largest();
+  if (plain && results_.copy_out({files_->generation(), field, time, level, box}, out, out_bytes)) {
     if (report) report->assembly = kResultCacheAssembly;
     return Status::ok();
   }
@@ -165,12 +164,6 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
     fill.start = core::WindowFill::Start::kDefault;
   Status s = windows ? read_in_windows(plan, box, level, min_level, field, view, fill)
                      : read_block_by_block(plan, box, level, min_level, field, view, keep, fill_default);
-  if (keep_result && s.is_ok() && files_->generation() == result_key.generation) {
-    try {
-      results_.put(result_key, out, out_bytes);
-    } catch (const std::bad_alloc&) {  // the read stands; it is just not kept
-    }
-  }
   if (report) {
     report->files_opened += plan.io.files_opened;
     report->bytes_read += plan.io.bytes_read;
@@ -180,6 +173,14 @@ Status Dataset::Impl::read_box(const Box& box, int level, int min_level, int fie
     report->assembly = windows ? "windows" : "blocks";
   }
   return s;
+}
+
+void Dataset::Impl::keep_result(const core::ResultCache::Key& key, const std::byte* out, size_t bytes) {
+  if (options_.writable || bytes > results_.largest() || files_->generation() != key.generation) return;
+  try {
+    results_.put(key, out, bytes);
+  } catch (const std::bad_alloc&) {  // the read stands; it is just not kept
+  }
 }
 
 bool Dataset::Impl::raw_committed(const core::BlockLocation& w, int field) const {

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -322,6 +323,13 @@ struct IoRanks::Impl {
   std::byte* buffer = nullptr;
   size_t region_offset = 0, region_bytes = 0;
   size_t shared_bytes = 0;  // compute ranks: the top of the region given out by shared_memory()
+
+  // The bytes of each region of a buffer shared by `peers` compute ranks: equal, on page boundaries when
+  // they are that large.
+  size_t region_of(size_t peers) const {
+    size_t region = options.buffer_bytes / std::max<size_t>(peers, 1);
+    return region >= 4096 ? region & ~size_t{4095} : region;
+  }
   bool closed = false;
   // Compute ranks: the I/O side's state as far as this rank knows.
   int pending_durable = 0;        // flushes and closes not yet durable
@@ -375,12 +383,12 @@ struct IoRanks::Impl {
     if (closed) return invalid_argument(std::string(what) + " after IoRanks::close()");
     return Status::ok();
   }
-  Result<std::unique_ptr<IoDataset>> attach(const Wire& command, int64_t key, const std::string& path,
-                                            const char* verb);
-  Status serve();
+  // Sends a create or open and waits for the I/O side's answer: the compute side's dataset, or the error.
+  static Result<std::unique_ptr<IoDataset>> attach(const std::shared_ptr<Impl>& self, const Wire& command, int64_t key,
+                                                   const std::string& path, const char* verb);
 };
 
-IoRanks::IoRanks(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+IoRanks::IoRanks(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 IoRanks::~IoRanks() {
   if (impl_ && !impl_->is_io && !impl_->closed && !mpi_finalized()) {
@@ -413,7 +421,7 @@ Result<void*> IoRanks::shared_memory(size_t bytes) {
 }
 
 Result<std::unique_ptr<IoRanks>> IoRanks::start(MPI_Comm comm, const IoRanksOptions& options) {
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_shared<Impl>();
   impl->options = options;
   int world_rank = 0;
   MPI_Comm_rank(comm, &world_rank);
@@ -487,12 +495,9 @@ Result<std::unique_ptr<IoRanks>> IoRanks::start(MPI_Comm comm, const IoRanksOpti
       impl->buffer = static_cast<std::byte*>(p);
     }
     if (fd >= 0) ::close(fd);
-    // Equal regions, on page boundaries when they are that large.
-    size_t region = bytes / peers.size();
-    if (region >= 4096) region &= ~size_t{4095};
     const auto at = std::find(peers.begin(), peers.end(), me) - peers.begin();
-    impl->region_bytes = region;
-    impl->region_offset = static_cast<size_t>(at) * region;
+    impl->region_bytes = impl->region_of(peers.size());
+    impl->region_offset = static_cast<size_t>(at) * impl->region_bytes;
   }
   const Status mapped = parallel::agree(comm, mine);
   // Mapped by every rank of the node (or failed): the name goes; the memory lives until the last unmap.
@@ -523,7 +528,7 @@ Status IoRanks::close() {
 
 // ------------------------------------------------------------------------------------- the compute side
 struct IoDataset::Impl {
-  IoRanks::Impl* io = nullptr;
+  std::shared_ptr<IoRanks::Impl> io;  // shared: a dataset outliving its IoRanks fails its calls, safely
   int64_t key = 0;
   Shape shape;
   struct Staged {
@@ -610,21 +615,25 @@ Result<HandOffReport> IoDataset::Impl::flush() {
   };
   s.drain();
   waiting("timesteps in flight", [&] { s.wait_durable(s.options.in_flight - 1); });
-  HZIO_RETURN_IF_ERROR(s.pending_error());
   waiting("buffer full", [&] { s.wait_release(); });
   // Every box in slabs along its last axis, as many planes as fit what is left of the region.
   const int axis = std::clamp(shape.ndim, 1, 3) - 1;
   const size_t room = s.region_bytes - s.shared_bytes;  // for copies
+  // Whether this flush can go: an error the I/O side reported, or a plane larger than the room, on any
+  // compute rank stops it on every one before anything is sent (a rank sending alone would wait forever).
+  Status mine = s.error.is_ok() ? Status::ok() : io_error("the I/O ranks failed: " + s.error.message());
   for (const Staged& b : staged) {
     const auto planes = b.box.extent(axis);
     const size_t plane = b.bytes / static_cast<size_t>(planes);
-    if (!in_place(b) && plane > room) {
-      return invalid_argument("one plane of " + std::to_string(plane) + " bytes does not fit the " +
-                              std::to_string(room) +
-                              " bytes of this rank's region left for copies: give "
-                              "IoRanks::start a larger buffer_bytes");
+    if (mine.is_ok() && !in_place(b) && plane > room) {
+      mine =
+          invalid_argument("one plane of " + std::to_string(plane) + " bytes does not fit the " + std::to_string(room) +
+                           " bytes of this rank's region left for copies: give "
+                           "IoRanks::start a larger buffer_bytes");
     }
   }
+  s.error = Status::ok();
+  HZIO_RETURN_IF_ERROR(parallel::agree(s.compute, mine));
   std::vector<Piece> batch;
   size_t at = 0;
   auto hand_over = [&](Op op) {
@@ -692,17 +701,17 @@ Status IoDataset::close() {
   return e;
 }
 
-Result<std::unique_ptr<IoDataset>> IoRanks::Impl::attach(const Wire& command, int64_t key, const std::string& path,
-                                                         const char* verb) {
-  send_command(command);
+Result<std::unique_ptr<IoDataset>> IoRanks::Impl::attach(const std::shared_ptr<Impl>& self, const Wire& command,
+                                                         int64_t key, const std::string& path, const char* verb) {
+  self->send_command(command);
   Shape shape;
   Status ready;
-  while (take_reply(&shape, &ready) != kReady) {
+  while (self->take_reply(&shape, &ready) != kReady) {
   }
   if (!ready.is_ok())
     return io_error("the I/O ranks could not " + std::string(verb) + " " + path + ": " + ready.message());
   auto d = std::make_unique<IoDataset::Impl>();
-  d->io = this;
+  d->io = self;
   d->key = key;
   d->shape = std::move(shape);
   return std::unique_ptr<IoDataset>(new IoDataset(std::move(d)));
@@ -721,7 +730,7 @@ Result<std::unique_ptr<IoDataset>> IoRanks::create(const std::string& path, cons
   w.str(path);
   put_create(w, options);
   put_parallel(w, parallel);
-  return s.attach(w, key, path, "create");
+  return Impl::attach(impl_, w, key, path, "create");
 }
 
 Result<std::unique_ptr<IoDataset>> IoRanks::open(const std::string& path, const ParallelOptions& parallel) {
@@ -734,7 +743,7 @@ Result<std::unique_ptr<IoDataset>> IoRanks::open(const std::string& path, const 
   w.i64(key);
   w.str(path);
   put_parallel(w, parallel);
-  return s.attach(w, key, path, "open");
+  return Impl::attach(impl_, w, key, path, "open");
 }
 
 // ------------------------------------------------------------------------------------- the I/O side
@@ -754,19 +763,30 @@ class Server {
   Status run() {
     for (;;) {
       std::vector<Command> got = next_commands();
-      // Every client of every I/O rank issued the same op on the same key (the calls are Collective over
-      // the compute ranks); anything else is a program that broke that rule.
-      int64_t mine[4] = {got[0].op, -got[0].op, got[0].key, -got[0].key};
-      for (const Command& c : got) {
-        mine[0] = std::max<int64_t>(mine[0], c.op), mine[1] = std::max<int64_t>(mine[1], -c.op);
-        mine[2] = std::max(mine[2], c.key), mine[3] = std::max(mine[3], -c.key);
+      // Every client of every I/O rank issued the same op on the same key, and a create or an open with
+      // the same path and options (the calls are Collective over the compute ranks). Anything else is a
+      // program that broke that rule, or a malformed message: no answer can be right, and compute ranks
+      // waiting for one would wait forever, so the job stops with the reason.
+      int64_t mine[6];
+      for (size_t i = 0; i < got.size(); ++i) {
+        const Command& c = got[i];
+        const bool named = c.op == kCreate || c.op == kOpen;
+        const std::string_view bytes(reinterpret_cast<const char*>(c.wire.bytes().data()), c.wire.bytes().size());
+        const int64_t v[3] = {c.op >= kCreate && c.op <= kDone ? static_cast<int64_t>(c.op) : -1, c.key,
+                              named ? static_cast<int64_t>(std::hash<std::string_view>{}(bytes) >> 1) : 0};
+        for (int k = 0; k < 3; ++k) {
+          mine[2 * k] = i == 0 ? v[k] : std::max(mine[2 * k], v[k]);
+          mine[2 * k + 1] = i == 0 ? -v[k] : std::max(mine[2 * k + 1], -v[k]);
+        }
       }
-      int64_t all[4];
-      parallel::allreduce(mine, all, 4, MPI_INT64_T, MPI_MAX, io_.io);
-      if (all[0] != -all[1] || all[2] != -all[3]) {
-        return internal_error(
-            "the compute ranks disagree on their next I/O call (create, open, flush, close or "
-            "IoRanks::close): they are Collective over the compute ranks");
+      int64_t all[6];
+      parallel::allreduce(mine, all, 6, MPI_INT64_T, MPI_MAX, io_.io);
+      if (all[0] != -all[1] || all[2] != -all[3] || all[4] != -all[5] || all[0] < 0) {
+        std::fprintf(stderr,
+                     "hzio: the compute ranks disagree on their next I/O call (create, open, flush, close or "
+                     "IoRanks::close, which every compute rank makes in the same order, with the same path and "
+                     "options), or sent a malformed one: stopping the job\n");
+        MPI_Abort(MPI_COMM_WORLD, 70);
       }
       if (got[0].op == kDone) break;
       if (got[0].op == kCreate || got[0].op == kOpen) {
@@ -819,10 +839,15 @@ class Server {
     std::vector<Piece> pieces = get_pieces(c.wire);
     auto it = open_.find(c.key);
     Status s = c.wire.bad ? internal_error("a malformed batch from a compute rank") : Status::ok();
+    // The sending rank's region of the buffer: a piece must lie in it.
+    const size_t region = io_.region_of(io_.clients.size());
+    const auto index =
+        static_cast<size_t>(std::find(io_.clients.begin(), io_.clients.end(), c.client) - io_.clients.begin());
+    const auto first = static_cast<int64_t>(index * region), end = first + static_cast<int64_t>(region);
     for (const Piece& p : pieces) {
       if (!s.is_ok() || it == open_.end() || !it->second.ds) break;
-      if (p.at < 0 || p.bytes < 0 || static_cast<size_t>(p.at + p.bytes) > io_.options.buffer_bytes) {
-        s = internal_error("a batch names bytes outside the shared buffer");
+      if (p.at < first || p.bytes < 0 || p.at > end || p.bytes > end - p.at) {
+        s = internal_error("a batch names bytes outside the sending rank's region of the shared buffer");
         break;
       }
       s = it->second.ds->write_box(p.box, p.field, p.time, io_.buffer + p.at, static_cast<size_t>(p.bytes));
@@ -853,9 +878,12 @@ class Server {
     } else {
       ParallelOptions parallel = get_parallel(c.wire);
       threads(parallel);
-      auto ds = ParallelDataset::open(io_.io, path, parallel, true);
-      made = ds.status();
-      if (ds.is_ok()) served.ds = std::move(ds).value();
+      made = parallel::agree(io_.io, c.wire.bad ? internal_error("a malformed open") : Status::ok());
+      if (made.is_ok()) {
+        auto ds = ParallelDataset::open(io_.io, path, parallel, true);
+        made = ds.status();
+        if (ds.is_ok()) served.ds = std::move(ds).value();
+      }
     }
     if (!made.is_ok()) served.error = made;
     for (const Command& each : got) reply(each.client, kReady, made, served.ds ? &served.ds->dataset() : nullptr);

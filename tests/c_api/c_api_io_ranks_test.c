@@ -239,6 +239,29 @@ int main(int argc, char** argv) {
       CHECK(hzio_dataset_close(r) == HZIO_OK);
     }
   }
+  if (io && !hzio_io_ranks_is_io_rank(io)) {
+    /* A flush that one rank cannot make (rank 0 takes all that is left of its region for shared arrays:
+     * no room for a plane of its slab) fails on every compute rank alike, and none hangs. */
+    MPI_Comm comm = hzio_io_ranks_compute_comm(io);
+    int crank = 0, csize = 1;
+    MPI_Comm_rank(comm, &crank);
+    MPI_Comm_size(comm, &csize);
+    hzio_io_dataset* ds = NULL;
+    CHECK(hzio_io_ranks_open(io, io_path, NULL, &ds) == HZIO_OK);
+    void* rest = NULL;
+    int taken = 0;
+    while (crank == 0 && hzio_io_ranks_shared_memory(io, 64, &rest) == HZIO_OK) ++taken; /* all the room */
+    CHECK(crank != 0 || (taken > 0 && strstr(hzio_last_error(), "left") != NULL));
+    int64_t z0 = (int64_t)NZ * crank / csize, z1 = (int64_t)NZ * (crank + 1) / csize;
+    size_t n = (size_t)((z1 - z0) * NY * NX);
+    double* rho = calloc(n, sizeof(double));
+    int64_t lo[3] = {0, 0, z0}, hi[3] = {NX, NY, z1};
+    CHECK(hzio_io_dataset_write_box(ds, lo, hi, "rho", 4, rho, n * sizeof(double)) == HZIO_OK);
+    CHECK(hzio_io_dataset_flush(ds, NULL, 0) == HZIO_EINVAL);
+    CHECK(strstr(hzio_last_error(), "does not fit") != NULL);
+    CHECK(hzio_io_dataset_close(ds) == HZIO_EINVAL); /* its flush: the same answer, then closed */
+    free(rho);
+  }
   CHECK(hzio_io_ranks_close(io) == HZIO_OK);
   int all_failures = 0;
   MPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
