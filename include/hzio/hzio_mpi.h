@@ -86,8 +86,8 @@ hzio_status hzio_io_ranks_create(hzio_io_ranks* io, const char* path, const hzio
 hzio_status hzio_io_ranks_open(hzio_io_ranks* io, const char* path, const hzio_parallel_options* parallel,
                                hzio_io_dataset** out);
 /* Local. Stages this rank's box; copies `data`. */
-hzio_status hzio_io_dataset_write_box(hzio_io_dataset* ds, const int64_t lo[3], const int64_t hi[3],
-                                      const char* field, int64_t time, const void* data, size_t size);
+hzio_status hzio_io_dataset_write_box(hzio_io_dataset* ds, const int64_t lo[3], const int64_t hi[3], const char* field,
+                                      int64_t time, const void* data, size_t size);
 /* Local. As hzio_io_dataset_write_box without the copy: `data` must stay unchanged until the next flush
  * returns, and memory from hzio_io_ranks_shared_memory until the flush after that (or hzio_io_ranks_wait)
  * returns. */
