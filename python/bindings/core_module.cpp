@@ -27,38 +27,38 @@ using hzio::bindings::Triple;
 void bind_parallel(nb::module_& m);
 #endif
 
-namespace {
-
-using Buffer = nb::ndarray<nb::c_contig, nb::device::cpu>;
-using ReadOnly = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
-
-std::unique_ptr<Dataset> create(
-    const std::string& path, std::vector<int64_t> dims,
-    std::vector<std::tuple<std::string, std::string, std::string, std::string, double>> fields, std::string bitmask,
-    int bits_per_block, int64_t blocks_per_file, std::vector<int64_t> times, bool overwrite, bool durable, int threads,
-    int sub_block_bits) {
+CreateOptions hzio::bindings::create_options(std::vector<int64_t> dims, const std::vector<FieldTuple>& fields,
+                                             std::string bitmask, int bits_per_block, int64_t blocks_per_file,
+                                             std::vector<int64_t> times, bool overwrite, int sub_block_bits) {
   CreateOptions o;
   o.sub_block_bits = sub_block_bits;
   o.dims = std::move(dims);
-  for (auto& [name, dtype, codec, layout, dflt] : fields) {
-    FieldSpec f;
-    f.name = name;
+  for (const auto& [name, dtype, codec, layout, dflt] : fields) {
     auto dt = DType::parse(dtype);
     if (!dt.is_ok()) throw HzioError{invalid_argument(dt.status().message())};
-    f.dtype = dt.value();
-    f.codec = codec;
-    if (layout != "hzorder" && layout != "rowmajor") {
+    if (layout != "hzorder" && layout != "rowmajor")
       throw HzioError{invalid_argument("layout '" + layout + "' is not 'hzorder' or 'rowmajor'")};
-    }
-    f.layout = layout == "rowmajor" ? Layout::kRowMajor : Layout::kHzOrder;
-    f.default_value = dflt;
-    o.fields.push_back(f);
+    o.fields.push_back({name, dt.value(), codec, layout == "rowmajor" ? Layout::kRowMajor : Layout::kHzOrder, dflt});
   }
   o.bitmask = std::move(bitmask);
   o.bits_per_block = bits_per_block;
   o.blocks_per_file = blocks_per_file;
   o.times = std::move(times);
   o.overwrite = overwrite;
+  return o;
+}
+
+namespace {
+
+using Buffer = nb::ndarray<nb::c_contig, nb::device::cpu>;
+using ReadOnly = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+
+std::unique_ptr<Dataset> create(const std::string& path, std::vector<int64_t> dims,
+                                const std::vector<hzio::bindings::FieldTuple>& fields, std::string bitmask,
+                                int bits_per_block, int64_t blocks_per_file, std::vector<int64_t> times, bool overwrite,
+                                bool durable, int threads, int sub_block_bits) {
+  CreateOptions o = hzio::bindings::create_options(std::move(dims), fields, std::move(bitmask), bits_per_block,
+                                                   blocks_per_file, std::move(times), overwrite, sub_block_bits);
   OpenOptions oo;
   oo.durable = durable;
   oo.threads = threads;

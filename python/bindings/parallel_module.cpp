@@ -18,6 +18,8 @@ namespace nb = nanobind;
 using namespace hzio;
 using hzio::bindings::box;
 using hzio::bindings::check;
+using hzio::bindings::create_options;
+using hzio::bindings::FieldTuple;
 using hzio::bindings::HzioError;
 using hzio::bindings::take;
 using hzio::bindings::Triple;
@@ -43,27 +45,16 @@ ParallelOptions options(const std::string& placement, int aggregator_count, int6
   return o;
 }
 
-using FieldTuple = std::tuple<std::string, std::string, std::string, std::string, double>;
-
-CreateOptions create_options(std::vector<int64_t> dims, const std::vector<FieldTuple>& fields, std::string bitmask,
-                             int bits_per_block, int64_t blocks_per_file, std::vector<int64_t> times, bool overwrite,
-                             int sub_block_bits) {
-  CreateOptions o;
-  o.sub_block_bits = sub_block_bits;
-  o.dims = std::move(dims);
-  for (const auto& [name, dtype, codec, layout, dflt] : fields) {
-    auto dt = DType::parse(dtype);
-    if (!dt.is_ok()) throw HzioError{invalid_argument(dt.status().message())};
-    if (layout != "hzorder" && layout != "rowmajor")
-      throw HzioError{invalid_argument("layout '" + layout + "' is not 'hzorder' or 'rowmajor'")};
-    o.fields.push_back({name, dt.value(), codec, layout == "rowmajor" ? Layout::kRowMajor : Layout::kHzOrder, dflt});
-  }
-  o.bitmask = std::move(bitmask);
-  o.bits_per_block = bits_per_block;
-  o.blocks_per_file = blocks_per_file;
-  o.times = std::move(times);
-  o.overwrite = overwrite;
-  return o;
+// write_box of a dataset staging boxes for a collective write (ParallelDataset, IoDataset). borrow: the
+// Python caller keeps `data` alive and unchanged until flush() returns.
+template <class D>
+void write_box_of(D& d, Triple lo, Triple hi, const std::string& field, int64_t time,
+                  nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> data, bool borrow) {
+  const void* ptr = data.data();
+  const size_t n = data.nbytes();
+  nb::gil_scoped_release release;
+  check(borrow ? d.write_box_borrowed(box(lo, hi), field, time, ptr, n)
+               : d.write_box(box(lo, hi), field, time, ptr, n));
 }
 
 // A communicator as the Fortran handle mpi4py takes (MPI.Intracomm.f2py); -1 for MPI_COMM_NULL.
@@ -71,18 +62,8 @@ int64_t handle_of(MPI_Comm comm) { return comm == MPI_COMM_NULL ? -1 : static_ca
 
 void bind_io_ranks(nb::module_& m) {
   nb::class_<IoDataset>(m, "IoDataset")
-      .def(
-          "write_box",
-          [](IoDataset& d, Triple lo, Triple hi, const std::string& field, int64_t time,
-             nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> data, bool borrow) {
-            // borrow: the Python caller keeps `data` alive and unchanged until flush() returns.
-            const void* ptr = data.data();
-            const size_t n = data.nbytes();
-            nb::gil_scoped_release release;
-            check(borrow ? d.write_box_borrowed(box(lo, hi), field, time, ptr, n)
-                         : d.write_box(box(lo, hi), field, time, ptr, n));
-          },
-          nb::arg("lo"), nb::arg("hi"), nb::arg("field"), nb::arg("time"), nb::arg("data"), nb::arg("borrow") = false)
+      .def("write_box", &write_box_of<IoDataset>, nb::arg("lo"), nb::arg("hi"), nb::arg("field"), nb::arg("time"),
+           nb::arg("data"), nb::arg("borrow") = false)
       .def("flush",
            [](IoDataset& d) {
              HandOffReport r;
@@ -286,18 +267,8 @@ void bind_parallel(nb::module_& m) {
           },
           nb::arg("message"))
       .def_prop_ro("dataset", &ParallelDataset::dataset, nb::rv_policy::reference_internal)
-      .def(
-          "write_box",
-          [](ParallelDataset& d, Triple lo, Triple hi, const std::string& field, int64_t time,
-             nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> data, bool borrow) {
-            // borrow: the Python caller keeps `data` alive and unchanged until flush() returns.
-            const void* ptr = data.data();
-            const size_t n = data.nbytes();
-            nb::gil_scoped_release release;
-            check(borrow ? d.write_box_borrowed(box(lo, hi), field, time, ptr, n)
-                         : d.write_box(box(lo, hi), field, time, ptr, n));
-          },
-          nb::arg("lo"), nb::arg("hi"), nb::arg("field"), nb::arg("time"), nb::arg("data"), nb::arg("borrow") = false)
+      .def("write_box", &write_box_of<ParallelDataset>, nb::arg("lo"), nb::arg("hi"), nb::arg("field"), nb::arg("time"),
+           nb::arg("data"), nb::arg("borrow") = false)
       .def("flush",
            [](ParallelDataset& d) {
              WriteReport r;
