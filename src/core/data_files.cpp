@@ -518,22 +518,24 @@ Result<bool> DataFiles::has_checksums(int64_t time, uint64_t block) {
   return s->stats && s->stats->version >= 2;
 }
 
-Result<std::optional<stats::BlockStats>> DataFiles::block_stats(int field, int64_t time, uint64_t block,
-                                                                ReadReport* report) {
+Result<std::shared_ptr<const stats::BlockStats>> DataFiles::block_stats(int field, int64_t time, uint64_t block,
+                                                                        ReadReport* report) {
+  using Shared = std::shared_ptr<const stats::BlockStats>;
+  static const Shared kMissing = std::make_shared<const stats::BlockStats>();
   std::lock_guard lock(mutex_);
   const Key key{time, static_cast<uint64_t>(format::first_block_of_file(*idx_, static_cast<int64_t>(block)))};
   const size_t index = static_cast<size_t>(format::entry_in_file(*idx_, field, block));
   if (auto it = pending_.find(key); it != pending_.end() && it->second->entries[index].present()) {
     const Pending& p = *it->second;  // written but not committed: what a read would see
-    if (!p.ready[index] || !p.stats[index]) return std::optional<stats::BlockStats>();
-    return std::optional<stats::BlockStats>(*p.stats[index]);
+    if (!p.ready[index] || !p.stats[index]) return Shared();
+    return Shared(std::make_shared<const stats::BlockStats>(*p.stats[index]));
   }
   HZIO_ASSIGN_OR_RETURN(Stored * s, stored(key, report));
-  if (!s->exists || !s->entries[index].present()) return std::optional<stats::BlockStats>(stats::BlockStats{});
+  if (!s->exists || !s->entries[index].present()) return kMissing;
   HZIO_RETURN_IF_ERROR(load_stats(*s, report, true));
   HZIO_RETURN_IF_ERROR(s->header_error);
-  if (!s->stats || s->stats->entries[index].block.count == stats::kUnknown) return std::optional<stats::BlockStats>();
-  return std::optional<stats::BlockStats>(s->stats->entries[index]);
+  if (!s->stats || s->stats->entries[index].block.count == stats::kUnknown) return Shared();
+  return Shared(s->stats, &s->stats->entries[index]);  // shares the table's ownership
 }
 
 Result<std::optional<std::pair<uint64_t, uint32_t>>> DataFiles::file_identity(int64_t time, uint64_t block) {

@@ -140,9 +140,11 @@ class DataFiles {
   void finish_reserved(int field, int64_t time, uint64_t block, const stats::BlockStats* block_stats,
                        std::span<const uint64_t> checksums);
 
-  // Local, thread-safe. The committed statistics of a block: nullopt when unknown (no valid sidecar),
-  // count 0 when the block is missing. Errors: as locate().
-  Result<std::optional<stats::BlockStats>> block_stats(int field, int64_t time, uint64_t block, ReadReport* report);
+  // Local, thread-safe. The committed statistics of a block: null when unknown (no valid sidecar),
+  // count 0 when the block is missing. A committed block's statistics are shared with the table they
+  // were read into, not copied (a query asks for those of thousands of blocks). Errors: as locate().
+  Result<std::shared_ptr<const stats::BlockStats>> block_stats(int field, int64_t time, uint64_t block,
+                                                               ReadReport* report);
   int sub_block_bits() const { return sub_block_bits_; }
 
   // Local. The two halves of making every written file final (core::commit_writes runs them):

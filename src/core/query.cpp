@@ -5,6 +5,8 @@
 #include <cstring>
 #include <mutex>
 #include <numeric>
+#include <optional>
+#include <thread>
 
 #include "core/dataset_impl.hpp"
 #include "core/read_ahead.hpp"
@@ -16,17 +18,28 @@ namespace {
 using hzorder::Run;
 
 // Appends to `out` the indices in [a, e) of the samples (`sb` bytes apart, the tested scalar `offset`
-// bytes into each) whose value lies in [lo, hi]. One call per range: the loop knows its type.
+// bytes into each) whose value lies in [lo, hi]. One call per range: the loop knows its type. Packed
+// scalars are compared 64 at a time without branches, then the matches are walked: a scanned part of a
+// selective query matches often enough that a branch per sample mispredicts.
 template <class T>
 void find_in_range(const std::byte* data, size_t sb, size_t offset, uint64_t a, uint64_t e, double lo, double hi,
                    std::vector<uint64_t>& out) {
   const std::byte* p = data + a * sb + offset;
-  for (uint64_t idx = a; idx < e; ++idx, p += sb) {
+  const auto in_range = [&](const std::byte* q) {
     T v;
-    std::memcpy(&v, p, sizeof v);
+    std::memcpy(&v, q, sizeof v);
     const double d = static_cast<double>(v);
-    if (d >= lo && d <= hi) out.push_back(idx);
-  }
+    return d >= lo && d <= hi;
+  };
+  uint64_t idx = a;
+  if (sb == sizeof(T))
+    for (; idx + 64 <= e; idx += 64, p += 64 * sizeof(T)) {
+      uint64_t bits = 0;
+      for (int k = 0; k < 64; ++k) bits |= uint64_t{in_range(p + k * sizeof(T))} << k;
+      for (; bits; bits &= bits - 1) out.push_back(idx + static_cast<uint64_t>(std::countr_zero(bits)));
+    }
+  for (; idx < e; ++idx, p += sb)
+    if (in_range(p)) out.push_back(idx);
 }
 
 using Find = void (*)(const std::byte*, size_t, size_t, uint64_t, uint64_t, double, double, std::vector<uint64_t>&);
@@ -89,6 +102,47 @@ class GridIndex {
   int shift_[kMaxDims] = {};
 };
 
+// Where the samples of one block of a level above bits_per_block land in a level grid, for blocks lying
+// wholly inside the grid's box: a sample's index in the grid is that of the block's first sample plus
+// two table entries, one for the low half of its index in the block and one for the high half. Within a
+// level, an HZ address's bits map to coordinate bits one by one, so the offset of sample i from the
+// block's first is the same in every block of the level, and the two halves' offsets add up. This
+// replaces decoding the point of every matching sample.
+class LevelOffsets {
+ public:
+  // `grid` is the level grid of the query (levels 0..top); `level` in (bits_per_block, top].
+  LevelOffsets(const hzorder::HzSpace& space, const SampleGrid& grid, int level) {
+    const int bpb = space.bits_per_block();
+    low_bits_ = bpb / 2;
+    const uint64_t first = uint64_t{1} << (level - 1);  // the level's first address
+    const Point p0 = space.hz_to_point(first);
+    const int64_t stride[kMaxDims] = {1, grid.count[0], grid.count[0] * grid.count[1]};
+    const auto offset = [&](uint64_t i, int64_t& out) {
+      const Point p = space.hz_to_point(first + i);
+      out = 0;
+      for (int a = 0; a < kMaxDims; ++a) {
+        const int64_t d = p[a] - p0[a];
+        if (d % grid.spacing[a]) return false;  // not on the grid: cannot happen for levels <= top
+        out += d / grid.spacing[a] * stride[a];
+      }
+      return true;
+    };
+    low_.resize(size_t{1} << low_bits_);
+    high_.resize(size_t{1} << (bpb - low_bits_));
+    for (uint64_t i = 0; i < low_.size(); ++i) usable_ &= offset(i, low_[i]);
+    for (uint64_t i = 0; i < high_.size(); ++i) usable_ &= offset(i << low_bits_, high_[i]);
+  }
+  bool usable() const { return usable_; }
+  int64_t operator()(int64_t first, uint64_t idx) const {
+    return first + low_[idx & (low_.size() - 1)] + high_[idx >> low_bits_];
+  }
+
+ private:
+  int low_bits_ = 0;
+  std::vector<int64_t> low_, high_;
+  bool usable_ = true;
+};
+
 // Per-block scan output, merged in order afterwards.
 struct Hits {
   std::vector<int64_t> linear;  // index in the box's level grid
@@ -115,8 +169,8 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
   const int bpb = d.idx_.bits_per_block;
   const uint64_t samples = uint64_t{1} << bpb;
   // First what each block needs, from its statistics: nothing, the default value, some parts of a raw
-  // payload, or the whole payload. Then every byte range needed is asked for at once, so that the
-  // disk serves the reads of all blocks concurrently (core::hint_ranges); then blocks are read and scanned.
+  // payload, or the whole payload. Then every byte range needed is asked for (core::hint_ranges), so
+  // that the disk serves the reads of all blocks concurrently, while the blocks are read and scanned.
   struct Plan {
     enum class What { kNothing, kDefault, kParts, kWhole } what = What::kNothing;
     std::optional<core::BlockLocation> where;
@@ -147,7 +201,8 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
     }
     const auto& e = plan.where->entry;
     const bool raw = format::codec_code_of(e.flags) == 0 && e.size == bytes;
-    const auto& parts = st.value() ? st.value()->parts : std::vector<stats::RangeStats>{};
+    static const std::vector<stats::RangeStats> kNoParts;
+    const auto& parts = st.value() ? st.value()->parts : kNoParts;  // a reference, not a copy
     if (!raw || parts.empty()) {
       plan.what = Plan::What::kWhole;
       return;
@@ -173,7 +228,12 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
         wanted.push_back(
             {plan.where->file.get(), plan.where->entry.offset + a * sb, plan.where->entry.offset + z * sb});
   }
-  core::hint_ranges(std::move(wanted));
+  // Asked for from a helper thread while the workers read and scan in the same order (a hint costs the
+  // kernel's work of placing pages in the page cache: the workers would wait for all of it).
+  std::jthread hints([wanted = std::move(wanted)]() mutable { core::hint_ranges(std::move(wanted), false); });
+  // Per level above bits_per_block, the offsets of its blocks' samples in the grid (LevelOffsets).
+  std::vector<std::optional<LevelOffsets>> offsets(static_cast<size_t>(level) + 1);
+  for (int h = bpb + 1; h <= level; ++h) offsets[static_cast<size_t>(h)].emplace(*d.space_, grid, h);
   // Cleared while the disk serves those requests: a mask of a large box takes a while to zero.
   if (want_mask) result->mask.assign(static_cast<size_t>(grid.sample_count()), 0);
   d.pool_.parallel_for(blocks.size(), [&](size_t i) {
@@ -196,16 +256,12 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
       const auto& e = plan.where->entry;
       layout = format::layout_of(e.flags);
       ranges = plan.ranges;
-      // A raw block of a committed file is scanned in its mapping, as reads place it (no copy).
-      const bool in_map = d.mapped(*plan.where, f);
-      if (in_map) {
-        data = plan.where->file->map_readonly() + e.offset;
-      } else {
-        buffer.resize(bytes);
-        data = buffer.data();
-      }
+      // Read with pread, not scanned in the file's mapping: a first touch of a mapping costs page faults,
+      // and unmapping the touched pages at close costs more than the copy (bench/query_bench.py, cold).
+      buffer.resize(bytes);
+      data = buffer.data();
       for (const auto& [a, z] : ranges) {
-        if (!in_map) s = plan.where->file->read_at(e.offset + a * sb, std::span(buffer).subspan(a * sb, (z - a) * sb));
+        s = plan.where->file->read_at(e.offset + a * sb, std::span(buffer).subspan(a * sb, (z - a) * sb));
         if (s.is_ok())  // the parts are the payload's checksum parts (same sub-block bits, equal sizes)
           s = d.files_->check_payload_parts(*plan.where, a / plan.part, (z - a) / plan.part,
                                             std::span(data + a * sb, (z - a) * sb));
@@ -238,10 +294,24 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
     if (s.is_ok() && !ranges.empty() && layout == Layout::kHzOrder) {
       // Values first: only the scanned ranges are walked, and a sample's point is decoded from its HZ
       // address only when its value matches, which few of a selective query's samples do.
-      const uint64_t base = b << bpb;  // the HZ address of the block's first sample
+      const uint64_t base = b << bpb;      // the HZ address of the block's first sample
+      const LevelOffsets* fast = nullptr;  // set when the whole block lies inside the box, on the grid
+      int64_t first = -1;
+      if (b != 0) {
+        const int h = d.space_->level_of_block(b);
+        const Point p_lo = d.space_->hz_to_point(base), p_hi = d.space_->hz_to_point(base + samples - 1);
+        bool inside = h <= level && offsets[static_cast<size_t>(h)]->usable();
+        for (int a = 0; a < kMaxDims; ++a) inside &= p_lo[a] >= box.lo[a] && p_hi[a] < box.hi[a];
+        first = inside ? grid_index(p_lo) : -1;
+        if (first >= 0) fast = &*offsets[static_cast<size_t>(h)];
+      }
       for (const auto& [a, e] : ranges) {
         found.clear();
         find(data, sb, offset, a, e, lo, hi, found);
+        if (fast) {
+          for (const uint64_t idx : found) record(idx, (*fast)(first, idx));
+          continue;
+        }
         for (const uint64_t idx : found) {
           if (hzorder::HzSpace::level_of(base + idx) > level) continue;  // block 0 holds levels 0 to bpb
           const Point p = d.space_->hz_to_point(base + idx);
