@@ -367,11 +367,46 @@ def codec_figure(plt, report):
     return fig, SPREAD_NOTE
 
 
+def first_write_figure(plt, report):
+    runs, idles = report["runs"], report["idles"]
+    fig, (ax, ax_t) = new_figure(plt, 2, f"The first write of {report['ranks']} fresh processes: "
+                                         f"{report['size']}^3 float32, durable")
+    kinds = {"first write": lambda r: r.get("write", 0) == 0, "later writes": lambda r: r.get("write", 0) > 0}
+    groups = [f"{k}, idle {i:g} s" for i in idles for k in kinds if any(kinds[k](r) for r in runs)]
+    series = {"fpp": "file per process", "hzio": "hzio collective write"}
+    spread_bars(ax, groups, list(series.values()),
+                {(f"{k}, idle {i:g} s", label): [r["wall"] for r in runs
+                                                 if r["case"] == c and r["idle_s"] == i and chosen(r)]
+                 for i in idles for k, chosen in kinds.items() for c, label in series.items()},
+                "seconds (slowest rank, between barriers)", annotate="{:.3f}")
+    ax.set_title("each repetition a new mpiexec (idle: wait before it)", fontsize=9)
+    colours = colours_for(list(series.values()))
+    for c, label in series.items():
+        mine = sorted((r for r in runs if r["case"] == c and r["idle_s"] == idles[0] and r.get("write", 0) == 0),
+                      key=lambda r: r["wall"])
+        if not mine or not mine[len(mine) // 2]["timeline"]:
+            continue
+        r = mine[len(mine) // 2]  # the median run's disk timeline
+        base = r["timeline"][0][1]
+        ax_t.plot([t for t, _, _ in r["timeline"]], [(b - base) / MIB for _, b, _ in r["timeline"]],
+                  color=colours[label], label=f"{label} ({r['wall']:.3f} s)")
+        for m in r["marks"][:1]:
+            for name, t in m.items():
+                ax_t.axvline(t, color=colours[label], lw=0.6, ls=":")
+                ax_t.annotate(name, (t, 0), fontsize=7, rotation=90, va="bottom", color=colours[label])
+    ax_t.set_xlabel("seconds since the start")
+    ax_t.set_ylabel("MiB written to the disk (device counters)")
+    ax_t.set_title(f"disk timeline of the median first write, idle {idles[0]:g} s (dotted: calls returned, rank 0)",
+                   fontsize=9)
+    ax_t.legend(fontsize=8)
+    return fig, SPREAD_NOTE
+
+
 FIGURES = {"write_read_bench": write_read_figure, "read_bench": read_figure, "query_bench": query_figure,
            "stats_cost_bench": stats_cost_figure, "checksum_bench": checksum_figure,
            "rewrite_bench": rewrite_figure, "small_read_bench": small_read_figure, "viewer_bench": viewer_figure,
            "write_bench": write_figure, "hz_kernel_bench": hz_kernel_figure, "io_ranks_bench": io_ranks_figure,
-           "codec_bench": codec_figure}
+           "codec_bench": codec_figure, "first_write_bench": first_write_figure}
 
 
 # ------------------------------------------------------------------------------------------ driver

@@ -58,7 +58,7 @@ struct DataFiles::Pending {
   // buffered. buffer_base is a multiple of io::kDirectAlign. The first failed write's error stays in
   // `failed` until abort(): the log can no longer become a file.
   bool direct = false;
-  util::LargeBuffer buffer;
+  util::LargeBuffer buffer{util::Pages::kSmall};  // written once per commit: small pages (large_buffer.hpp)
   std::vector<std::byte> tail;
   uint64_t buffer_base = 0;
   uint64_t sent = 0;
@@ -577,7 +577,8 @@ Status DataFiles::make_buffer(Pending& p, uint64_t end) {
   if (p.buffer.data() && p.buffer.size() >= needed) return Status::ok();
   try {
     // Appends grow the buffer one payload at a time: by half again at least, so copies stay linear.
-    util::LargeBuffer grown(static_cast<size_t>(std::max(needed, p.buffer.size() + p.buffer.size() / 2)));
+    util::LargeBuffer grown(static_cast<size_t>(std::max(needed, p.buffer.size() + p.buffer.size() / 2)),
+                            util::Pages::kSmall);
     if (p.buffer.data())
       std::memcpy(grown.data(), p.buffer.data(), std::min<size_t>(p.buffer.size(), p.end - p.buffer_base));
     else if (!p.tail.empty())

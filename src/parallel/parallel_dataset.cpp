@@ -197,7 +197,7 @@ Status ParallelDataset::Impl::stage(const Box& box, std::string_view field, int6
                             d.coding[f].dtype.to_string() + ", got " + std::to_string(size_bytes));
   }
   if (size_bytes > 0 && data == nullptr) return invalid_argument("write of box " + box.to_string() + ": no data");
-  Staged s{f, time, box, {}, static_cast<const std::byte*>(data)};
+  Staged s{f, time, box, util::LargeBuffer(util::Pages::kSmall), static_cast<const std::byte*>(data)};
   if (!borrow && size_bytes > 0) {
     try {
       s.copy.reset(size_bytes);

@@ -27,8 +27,8 @@ class ParallelDataset::Impl {
     int field = 0;
     int64_t time = 0;
     Box box;
-    util::LargeBuffer copy;           // the caller's samples, unless borrowed
-    const std::byte* data = nullptr;  // the samples: copy.data() or the caller's buffer
+    util::LargeBuffer copy{util::Pages::kSmall};  // the caller's samples, unless borrowed
+    const std::byte* data = nullptr;              // the samples: copy.data() or the caller's buffer
   };
 
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -39,7 +39,8 @@ class ParallelDataset::Impl {
   std::vector<Staged> staged_;
   WriteReport last_write_report_;
   bool closed_ = false;
-  util::LargeBuffer send_buffer_, recv_buffer_;  // exchange buffers, reused by every round and flush
+  // Exchange buffers, reused by every round and flush.
+  util::LargeBuffer send_buffer_{util::Pages::kSmall}, recv_buffer_{util::Pages::kSmall};
   // The ranks a flush exchanges records among: every rank (comm_), or in a partitioned flush the ranks
   // of this rank's group.
   MPI_Comm xcomm_ = MPI_COMM_NULL;

@@ -70,14 +70,22 @@ class MappingCache {
   size_t bytes_ = 0;
 };
 
-std::byte* allocate(size_t bytes, size_t& capacity) {
+// Advises a mapping for huge pages or against them (advice only: failure is harmless).
+void advise_pages(std::byte* p, size_t capacity, Pages pages) {
+  ::madvise(p, capacity, pages == Pages::kHuge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+}
+
+std::byte* allocate(size_t bytes, size_t& capacity, Pages pages) {
   if (bytes > (size_t{1} << 60)) throw std::bad_alloc();  // rounding up below must not wrap
   if (bytes < kHugePage) {
     capacity = bytes;
     return bytes ? static_cast<std::byte*>(::operator new(bytes, kSmallAlign)) : nullptr;
   }
   capacity = (bytes + kHugePage - 1) & ~(kHugePage - 1);
-  if (std::byte* kept = MappingCache::get().take(capacity, capacity)) return kept;
+  if (std::byte* kept = MappingCache::get().take(capacity, capacity)) {
+    advise_pages(kept, capacity, pages);  // pages it still holds keep their size; new ones follow this
+    return kept;
+  }
   // Map one huge page more than needed and trim, so the start is huge-page aligned.
   void* raw = ::mmap(nullptr, capacity + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) throw std::bad_alloc();
@@ -86,7 +94,7 @@ std::byte* allocate(size_t bytes, size_t& capacity) {
   if (aligned > begin) ::munmap(raw, aligned - begin);
   const uintptr_t tail = aligned + capacity, end = begin + capacity + kHugePage;
   if (end > tail) ::munmap(reinterpret_cast<void*>(tail), end - tail);
-  ::madvise(reinterpret_cast<void*>(aligned), capacity, MADV_HUGEPAGE);  // advice only: failure is harmless
+  advise_pages(reinterpret_cast<std::byte*>(aligned), capacity, pages);
   return reinterpret_cast<std::byte*>(aligned);
 }
 
@@ -95,7 +103,8 @@ std::byte* allocate(size_t bytes, size_t& capacity) {
 LargeBuffer::LargeBuffer(LargeBuffer&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      capacity_(std::exchange(other.capacity_, 0)) {}
+      capacity_(std::exchange(other.capacity_, 0)),
+      pages_(other.pages_) {}
 
 LargeBuffer& LargeBuffer::operator=(LargeBuffer&& other) noexcept {
   if (this != &other) {
@@ -103,6 +112,7 @@ LargeBuffer& LargeBuffer::operator=(LargeBuffer&& other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
     capacity_ = std::exchange(other.capacity_, 0);
+    pages_ = other.pages_;
   }
   return *this;
 }
@@ -119,13 +129,13 @@ void LargeBuffer::reserve(size_t bytes) {
 
 void LargeBuffer::reset(size_t bytes) {
   release();
-  data_ = allocate(bytes, capacity_);
+  data_ = allocate(bytes, capacity_, pages_);
   size_ = bytes;
 }
 
 std::byte* large_allocate(size_t bytes) {
   size_t capacity = 0;
-  return allocate(bytes, capacity);
+  return allocate(bytes, capacity, Pages::kHuge);
 }
 
 void large_free(std::byte* data, size_t bytes) noexcept {

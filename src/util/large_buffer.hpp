@@ -1,8 +1,9 @@
 // LargeBuffer: uninitialized scratch memory for bulk sample data (staged boxes, exchange buffers,
 // read results). Buffers of 2 MiB and more come straight from mmap, aligned to 2 MiB and advised for
-// transparent huge pages: the kernel zeroes and maps fresh memory on first touch, one fault per 4 KiB
-// page, which costs more than copying the same bytes, and huge pages cut most of those faults
-// (bench/read_bench.py, whose reused-array references show the cost of fresh memory). Released
+// transparent huge pages or against them (Pages): the kernel zeroes and maps fresh memory on first
+// touch, one fault per 4 KiB page, which costs more than copying the same bytes, and huge pages cut
+// most of those faults (bench/read_bench.py, whose reused-array references show the cost of fresh
+// memory), except where fresh huge pages cost more to touch (Pages::kSmall). Released
 // mappings are kept for reuse (up to 1 GiB and 16 mappings per process, marked MADV_FREE so that the
 // kernel can still reclaim their pages), so that repeated flushes and reads do not pay for fresh memory
 // again.
@@ -13,11 +14,20 @@
 
 namespace hzio::util {
 
+// The pages fresh mappings ask for. kHuge suits memory used again and again within a process (read
+// results), where huge pages cut faults and TLB misses. kSmall suits the write path's staging copies
+// and exchange buffers, which a one-shot write touches once: on virtual machines that hand free memory
+// back to the host (free page reporting), a fresh huge page is taken from such memory and its first
+// touch costs host faults, far more than zeroing 4 KiB pages from the guest's own free lists
+// (bench/first_write_bench.py: the first write of fresh processes).
+enum class Pages { kHuge, kSmall };
+
 class LargeBuffer {
  public:
   LargeBuffer() = default;
+  explicit LargeBuffer(Pages pages) : pages_(pages) {}
   // Local. Throws std::bad_alloc when the memory cannot be mapped.
-  explicit LargeBuffer(size_t bytes) { reset(bytes); }
+  explicit LargeBuffer(size_t bytes, Pages pages = Pages::kHuge) : pages_(pages) { reset(bytes); }
   LargeBuffer(const LargeBuffer&) = delete;
   LargeBuffer& operator=(const LargeBuffer&) = delete;
   LargeBuffer(LargeBuffer&& other) noexcept;
@@ -39,6 +49,7 @@ class LargeBuffer {
   std::byte* data_ = nullptr;
   size_t size_ = 0;
   size_t capacity_ = 0;  // bytes mapped or allocated
+  Pages pages_ = Pages::kHuge;
 };
 
 // Local, thread-safe. A LargeBuffer's memory without the object, for allocators of standard containers:

@@ -1,4 +1,5 @@
-// Tests for LargeBuffer: huge-page aligned mappings, and released mappings kept for reuse.
+// Tests for LargeBuffer: huge-page aligned mappings, their page-size advice, and released mappings kept
+// for reuse.
 #include "util/large_buffer.hpp"
 
 #include <gtest/gtest.h>
@@ -6,6 +7,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 namespace hzio::util {
 namespace {
@@ -14,6 +18,22 @@ long minor_faults() {
   rusage r;
   getrusage(RUSAGE_SELF, &r);
   return r.ru_minflt;
+}
+
+// The kernel's VmFlags of the mapping holding `p` (/proc/self/smaps): "hg" is MADV_HUGEPAGE advice,
+// "nh" MADV_NOHUGEPAGE.
+std::string vm_flags(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') inside = at >= lo && at < hi;
+    if (inside && line.rfind("VmFlags:", 0) == 0) return line.substr(8) + " ";
+  }
+  return "";
 }
 
 TEST(LargeBuffer, BuffersOfTwoMiBAndMoreStartOnAHugePage) {
@@ -40,6 +60,26 @@ TEST(LargeBuffer, AReleasedMappingIsHandedOutAgainWithoutNewPageFaults) {
   const long fresh = minor_faults();
   std::memset(other.data(), 3, other.size());
   EXPECT_GE(minor_faults() - fresh, 48);
+}
+
+TEST(LargeBuffer, SmallPageBuffersAreAdvisedAgainstHugePagesAndAKeptMappingTakesItsNewUsersAdvice) {
+  const size_t bytes = size_t{8} << 20;
+  std::byte* first = nullptr;
+  {
+    LargeBuffer huge(bytes);
+    ASSERT_NE(vm_flags(huge.data()), "") << "no /proc/self/smaps entry for the buffer";
+    EXPECT_NE(vm_flags(huge.data()).find(" hg "), std::string::npos) << vm_flags(huge.data());
+    first = huge.data();
+  }
+  LargeBuffer small(bytes, Pages::kSmall);  // the kept mapping again, now advised against huge pages
+  EXPECT_EQ(small.data(), first);
+  EXPECT_NE(vm_flags(small.data()).find(" nh "), std::string::npos) << vm_flags(small.data());
+  EXPECT_EQ(vm_flags(small.data()).find(" hg "), std::string::npos) << vm_flags(small.data());
+  LargeBuffer fresh(bytes * 8, Pages::kSmall);  // a new mapping
+  EXPECT_NE(vm_flags(fresh.data()).find(" nh "), std::string::npos) << vm_flags(fresh.data());
+  LargeBuffer moved(std::move(fresh));  // the policy moves with the memory: growing keeps small pages
+  moved.reserve(bytes * 16);
+  EXPECT_NE(vm_flags(moved.data()).find(" nh "), std::string::npos) << vm_flags(moved.data());
 }
 
 TEST(LargeBuffer, MemoryOfAnAllocatorIsReusedLikeABuffers) {
