@@ -200,7 +200,8 @@ def run_once(args, case, idle):
 def print_header():
     print(f"  {'case':<5} {'write':>5} {'idle s':>6} {'wall s':>7} {'MiB/s':>6}  "
           f"{'create':>6} {'write':>6} {'close':>6}  "
-          f"{'hz':>6} {'aggr':>6} {'write':>6} {'total':>6}  {'disk on':>7} {'disk off':>8} {'disk MiB/s':>10}  "
+          f"{'stage':>6} {'hz':>6} {'aggr':>6} {'write':>6} {'other':>6} {'total':>6}  "
+          f"{'disk on':>7} {'disk off':>8} {'disk MiB/s':>10}  "
           f"{'THP faults':>10} {'faults':>7}")
 
 
@@ -215,7 +216,7 @@ def print_runs(runs):
         print(f"  {r['case']:<5} {r['write'] + 1:>5} {r['idle_s']:>6.0f} {r['wall']:>7.3f} "
               f"{r['bytes'] / MIB / r['wall']:>6.0f}  "
               f"{calls['create']:>6.3f} {calls['write']:>6.3f} {calls['close']:>6.3f}  "
-              + "".join(f"{p.get(k, 0):>6.3f} " for k in ("hz", "aggregate", "write", "total"))
+              + "".join(f"{p.get(k, 0):>6.3f} " for k in ("stage", "hz", "aggregate", "write", "other", "total"))
               + f" {d.get('first_byte_s') or 0:>7.3f} {d.get('last_byte_s') or 0:>8.3f} "
               f"{d.get('mib_per_s_while_writing') or 0:>10.0f}  {r['vmstat']['thp_fault_alloc']:>10} "
               f"{r['vmstat']['pgfault']:>7}", flush=True)

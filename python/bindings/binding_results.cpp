@@ -120,8 +120,11 @@ void bind_reports(nb::module_& m) {
       .def_ro("stats", &PhaseTimes::stats)
       .def_ro("write", &PhaseTimes::write)
       .def_ro("commit", &PhaseTimes::commit)
+      .def_ro("stage", &PhaseTimes::stage)
+      .def_ro("other", &PhaseTimes::other)
       .def_ro("total", &PhaseTimes::total);
-  def_repr(phases, "PhaseTimes", {"restructure", "hz", "aggregate", "compress", "stats", "write", "commit", "total"});
+  def_repr(phases, "PhaseTimes",
+           {"restructure", "hz", "aggregate", "compress", "stats", "write", "commit", "stage", "other", "total"});
 
   nb::class_<LevelTimes> level(m, "LevelTimes", "Blocks, stored bytes and seconds of one level of a write.");
   level.def_ro("level", &LevelTimes::level)

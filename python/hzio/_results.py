@@ -94,7 +94,13 @@ class PhaseTimes(_Result):
     stats: float
     write: float
     commit: float
-    total: float
+    #: collective writes: seconds in ``write`` calls copying samples into the writer's memory since the
+    #: previous flush (0 with ``copy=False``)
+    stage: float
+    #: collective writes: the rest of the flush's wall time, outside every phase above (waiting for other
+    #: ranks, agreeing, planning); 0 when phases ran on several threads at once and add up to more
+    other: float
+    total: float  #: collective writes: ``stage`` plus the flush's wall time; one process: the phases' sum
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

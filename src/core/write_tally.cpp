@@ -3,6 +3,13 @@
 
 namespace hzio::core {
 
+void account_wall(PhaseTimes& p, double flush_seconds, double stage_seconds) {
+  const double phases = p.restructure + p.hz + p.aggregate + p.compress + p.stats + p.write + p.commit;
+  p.stage = stage_seconds;
+  p.other = flush_seconds > phases ? flush_seconds - phases : 0.0;
+  p.total = flush_seconds + stage_seconds;
+}
+
 WriteTally::WriteTally(int max_level)
     : level_hz(static_cast<size_t>(max_level) + 1),
       level_write(level_hz.size()),

@@ -14,9 +14,13 @@
 namespace hzio::core {
 
 // The phases of PhaseTimes, in the order reductions pack them.
-inline constexpr std::array<double PhaseTimes::*, 8> kPhases = {
-    &PhaseTimes::restructure, &PhaseTimes::hz,    &PhaseTimes::aggregate, &PhaseTimes::compress,
-    &PhaseTimes::stats,       &PhaseTimes::write, &PhaseTimes::commit,    &PhaseTimes::total};
+inline constexpr std::array<double PhaseTimes::*, 10> kPhases = {
+    &PhaseTimes::restructure, &PhaseTimes::hz,     &PhaseTimes::aggregate, &PhaseTimes::compress, &PhaseTimes::stats,
+    &PhaseTimes::write,       &PhaseTimes::commit, &PhaseTimes::stage,     &PhaseTimes::other,    &PhaseTimes::total};
+
+// Local. Completes a collective write's phases: `flush_seconds` is the flush's wall time, `stage_seconds`
+// the write calls' staging; sets stage, other (the flush's time outside every phase) and total.
+void account_wall(PhaseTimes& p, double flush_seconds, double stage_seconds);
 
 struct WriteTally {
   // Local. An empty tally for blocks of levels 0..max_level.

@@ -4,8 +4,10 @@
 // boxes are those of the global index space (partitioned_flush.cpp).
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "core/dataset_parts.hpp"
+#include "core/write_tally.hpp"
 #include "io/posix_file.hpp"
 #include "parallel/mpi_util.hpp"
 #include "parallel/parallel_dataset_impl.hpp"
@@ -259,7 +261,6 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
   parallel::allreduce(&staged_bytes, &r.bytes, 1, MPI_INT64_T, MPI_SUM, comm_);
   PhaseTimes mine;
   mine.restructure = restructure;
-  mine.total = total;
   if (part_) {
     r.rank_conforming = part_->rank_conforming;
     // The group's aggregators: its ranks that aggregated in any of its parts' writes.
@@ -305,17 +306,17 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
   }
   // Phases: each rank's own (its part writes' slowest rank per phase, summed over its parts), then the
   // maximum and the mean over ranks.
-  const double in[8] = {mine.restructure, mine.hz,    mine.aggregate, mine.compress,
-                        mine.stats,       mine.write, mine.commit,    mine.total};
-  double max[8], sum[8];
-  parallel::allreduce(in, max, 8, MPI_DOUBLE, MPI_MAX, comm_);
-  parallel::allreduce(in, sum, 8, MPI_DOUBLE, MPI_SUM, comm_);
+  core::account_wall(mine, total, std::exchange(stage_seconds_, 0.0));
+  double in[core::kPhases.size()], max[core::kPhases.size()], sum[core::kPhases.size()];
+  for (size_t i = 0; i < core::kPhases.size(); ++i) in[i] = mine.*core::kPhases[i];
+  const int n = static_cast<int>(core::kPhases.size());
+  parallel::allreduce(in, max, n, MPI_DOUBLE, MPI_MAX, comm_);
+  parallel::allreduce(in, sum, n, MPI_DOUBLE, MPI_SUM, comm_);
   PhaseTimes* out[2] = {&r.max, &r.mean};
   for (int k = 0; k < 2; ++k) {
     const double* v = k == 0 ? max : sum;
     const double scale = k == 0 ? 1.0 : 1.0 / size_;
-    *out[k] = {v[0] * scale, v[1] * scale, v[2] * scale, v[3] * scale,
-               v[4] * scale, v[5] * scale, v[6] * scale, v[7] * scale};
+    for (size_t i = 0; i < core::kPhases.size(); ++i) out[k]->*core::kPhases[i] = v[i] * scale;
   }
   part_.reset();
   xcomm_ = comm_;

@@ -3,6 +3,7 @@
 #include "hzio/parallel.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <climits>
 #include <cstring>
 #include <map>
@@ -199,6 +200,7 @@ Status ParallelDataset::Impl::stage(const Box& box, std::string_view field, int6
   if (size_bytes > 0 && data == nullptr) return invalid_argument("write of box " + box.to_string() + ": no data");
   Staged s{f, time, box, util::LargeBuffer(util::Pages::kSmall), static_cast<const std::byte*>(data)};
   if (!borrow && size_bytes > 0) {
+    util::ScopedSeconds timer(stage_seconds_);  // reported as the next flush's `stage`
     try {
       s.copy.reset(size_bytes);
     } catch (const std::bad_alloc&) {
@@ -463,10 +465,12 @@ Result<WriteReport> ParallelDataset::Impl::flush() {
   sent_messages_ = sent_bytes_ = aggregated_ = 0;
   part_.reset();
   if (options_.partitions > 1) part_ = std::make_unique<Partitioned>();
+  double seconds = 0;
   {
-    util::ScopedSeconds timer(t.phases.total);
+    util::ScopedSeconds timer(seconds);
     s = write_staged(fp, t);
   }
+  core::account_wall(t.phases, seconds, std::exchange(stage_seconds_, 0.0));
   if (s.is_ok()) {
     int64_t total_bytes = 0;
     parallel::allreduce(&fp.bytes, &total_bytes, 1, MPI_INT64_T, MPI_SUM, comm_);

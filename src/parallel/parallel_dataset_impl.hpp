@@ -37,6 +37,7 @@ class ParallelDataset::Impl {
   ParallelOptions options_;
   std::unique_ptr<Dataset> dataset_;
   std::vector<Staged> staged_;
+  double stage_seconds_ = 0;  // in stage() since the last flush: the report's `stage`
   WriteReport last_write_report_;
   bool closed_ = false;
   // Exchange buffers, reused by every round and flush.

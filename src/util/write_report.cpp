@@ -15,7 +15,8 @@ std::string num(double v) {
 std::string phases(const PhaseTimes& p) {
   return "{\"restructure\": " + num(p.restructure) + ", \"hz\": " + num(p.hz) + ", \"aggregate\": " + num(p.aggregate) +
          ", \"compress\": " + num(p.compress) + ", \"stats\": " + num(p.stats) + ", \"write\": " + num(p.write) +
-         ", \"commit\": " + num(p.commit) + ", \"total\": " + num(p.total) + "}";
+         ", \"commit\": " + num(p.commit) + ", \"stage\": " + num(p.stage) + ", \"other\": " + num(p.other) +
+         ", \"total\": " + num(p.total) + "}";
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ READ_KEYS = ("files_opened", "blocks_read", "blocks_missing", "bytes_read", "min
 WRITE_KEYS = ("ranks", "aggregators", "rounds", "placement", "bytes", "file_bytes", "files", "rank_conforming",
               "messages", "message_bytes", "partitions", "index_space", "groups", "merge", "moved_messages",
               "moved_bytes", "max", "mean", "levels")
-PHASE_KEYS = ("restructure", "hz", "aggregate", "compress", "stats", "write", "commit", "total")
+PHASE_KEYS = ("restructure", "hz", "aggregate", "compress", "stats", "write", "commit", "stage", "other", "total")
 LEVEL_KEYS = ("level", "blocks", "bytes", "hz_max", "hz_mean", "write_max", "write_mean")
 
 
@@ -303,6 +303,22 @@ def test_collective_calls_return_result_types_on_every_rank(tmp_path, nprocs):
         assert (rep["ranks"], rep["bytes"]) == (nprocs, int(np.prod(shape)) * 4)
         assert rank["close_bytes"] == int(np.prod(shape)) * 4
         assert tuple(rank["read_report"]) == READ_KEYS
+    # The report accounts for the write's wall time: stage (the write call's copy) plus the flush's wall
+    # time, which its phases and `other` cover; it lies within the calls as every rank timed them.
+    slowest = max(r["timed"]["write_s"] + r["timed"]["flush_s"] for r in seen)
+    for rank in seen:
+        mx, mean = rank["timed"]["report"]["max"], rank["timed"]["report"]["mean"]
+        assert 0 < mx["stage"] <= max(r["timed"]["write_s"] for r in seen) + 1e-6
+        assert mx["total"] <= slowest + 1e-6
+        assert mx["other"] >= 0 and mean["other"] >= 0
+        assert mean["total"] >= mean["stage"] + mean["other"] - 1e-9
+        if nprocs == 1:  # one rank's own figures: other is what the phases leave of the flush, if anything
+            phases = sum(mx[k] for k in PHASE_KEYS[:7])
+            if mx["other"] > 0:
+                assert mx["total"] == pytest.approx(phases + mx["stage"] + mx["other"], abs=1e-9)
+            else:
+                assert mx["total"] <= phases + mx["stage"] + 1e-9
+        assert rank["borrowed_stage"] == 0.0  # copy=False copies nothing
 
 
 def _without_times(rank):
