@@ -42,26 +42,45 @@ void give_back(std::byte* data, size_t capacity) {
 
 }  // namespace
 
-std::shared_ptr<ReadCache::Bytes> ReadCache::make_bytes(uint64_t begin, uint64_t end) {
+namespace {
+
+size_t capacity_for(uint64_t begin, uint64_t end) {
   constexpr size_t kGrain = size_t{64} << 10;  // capacities are multiples of this, so that sizes meet again
   const size_t size = static_cast<size_t>(end - begin);
-  const size_t capacity = std::max<size_t>(kGrain, (size + kGrain - 1) / kGrain * kGrain);
-  std::byte* data = nullptr;
-  {
-    Released& r = released();
-    std::lock_guard lock(r.mutex);
-    if (auto it = r.buffers.find(capacity); it != r.buffers.end()) {
-      data = it->second;
-      r.held -= capacity;
-      r.buffers.erase(it);
-    }
-  }
-  if (!data) data = new std::byte[capacity];
-  auto* b = new Bytes{begin, end, data, capacity};
-  return std::shared_ptr<Bytes>(b, [](Bytes* p) {
+  return std::max<size_t>(kGrain, (size + kGrain - 1) / kGrain * kGrain);
+}
+
+std::byte* take_released(size_t capacity) {
+  Released& r = released();
+  std::lock_guard lock(r.mutex);
+  const auto it = r.buffers.find(capacity);
+  if (it == r.buffers.end()) return nullptr;
+  std::byte* data = it->second;
+  r.held -= capacity;
+  r.buffers.erase(it);
+  return data;
+}
+
+std::shared_ptr<ReadCache::Bytes> own(uint64_t begin, uint64_t end, std::byte* data, size_t capacity) {
+  auto* b = new ReadCache::Bytes{begin, end, data, capacity};
+  return std::shared_ptr<ReadCache::Bytes>(b, [](ReadCache::Bytes* p) {
     give_back(p->data, p->capacity);
     delete p;
   });
+}
+
+}  // namespace
+
+std::shared_ptr<ReadCache::Bytes> ReadCache::make_bytes(uint64_t begin, uint64_t end) {
+  const size_t capacity = capacity_for(begin, end);
+  std::byte* data = take_released(capacity);
+  return own(begin, end, data ? data : new std::byte[capacity], capacity);
+}
+
+std::shared_ptr<ReadCache::Bytes> ReadCache::reuse_bytes(uint64_t begin, uint64_t end) {
+  const size_t capacity = capacity_for(begin, end);
+  std::byte* data = take_released(capacity);
+  return data ? own(begin, end, data, capacity) : nullptr;
 }
 
 std::shared_ptr<const ReadCache::Bytes> ReadCache::find(uint64_t generation, const io::Readable* file, uint64_t offset,
@@ -117,7 +136,22 @@ bool ResultCache::copy_out(const Key& key, std::byte* out, size_t bytes) {
 
 void ResultCache::put(const Key& key, const std::byte* data, size_t bytes) {
   if (bytes == 0 || bytes > largest_) return;
-  auto held = ReadCache::make_bytes(0, bytes);  // may throw bad_alloc: the caller's read stands without it
+  auto held = ReadCache::reuse_bytes(0, bytes);
+  if (!held) {
+    // Fresh memory costs a page fault per page on its first touch, as much as the read it would save
+    // (a fresh process's first read, bench/small_read_bench.py): a box is kept in fresh memory only
+    // when it is read a second time.
+    {
+      std::lock_guard lock(mutex_);
+      const bool again = std::find(seen_.begin(), seen_.end(), key) != seen_.end();
+      if (!again) {
+        seen_.push_front(key);
+        if (seen_.size() > kEntries) seen_.pop_back();
+        return;
+      }
+    }
+    held = ReadCache::make_bytes(0, bytes);  // may throw bad_alloc: the caller's read stands without it
+  }
   std::memcpy(held->data, data, bytes);
   std::lock_guard lock(mutex_);
   if (key.generation < generation_) return;  // a read that started before the files were replaced
@@ -131,6 +165,7 @@ void ResultCache::put(const Key& key, const std::byte* data, size_t bytes) {
 void ResultCache::clear() {
   std::lock_guard lock(mutex_);
   lru_.clear();
+  seen_.clear();
 }
 
 void ReadCache::drop_locked(std::list<Entry>::iterator it) {

@@ -31,6 +31,8 @@ class ReadCache {
   };
   // Local, thread-safe. Uninitialized room for the bytes [begin, end); std::bad_alloc when out of memory.
   static std::shared_ptr<Bytes> make_bytes(uint64_t begin, uint64_t end);
+  // Local, thread-safe. The same, but only from the released buffers: null when none fits.
+  static std::shared_ptr<Bytes> reuse_bytes(uint64_t begin, uint64_t end);
 
   // Local. Holds at most `capacity` bytes (0: nothing).
   explicit ReadCache(size_t capacity) : capacity_(capacity) {}
@@ -87,7 +89,8 @@ class ResultCache {
   // Local, thread-safe. Copies the result held for `key` into `out` (`bytes` long); false if none.
   bool copy_out(const Key& key, std::byte* out, size_t bytes);
   // Local, thread-safe. Keeps a copy of a result (the least recently used goes beyond kEntries; a new
-  // generation drops all).
+  // generation drops all): at once when released memory can hold it, otherwise the second time the same
+  // key is put (fresh memory's page faults cost as much as the read the copy would save).
   void put(const Key& key, const std::byte* data, size_t bytes);
   // Local, thread-safe.
   void clear();
@@ -101,6 +104,7 @@ class ResultCache {
   std::mutex mutex_;
   uint64_t generation_ = 0;
   std::list<Entry> lru_;  // most recently used first
+  std::list<Key> seen_;   // keys put once without being kept, most recent first
 };
 
 }  // namespace hzio::core

@@ -1,7 +1,10 @@
-// Tests for the read cache: what it holds, what it drops first, and that a new generation forgets all.
+// Tests for the read cache: what it holds, what it drops first, and that a new generation forgets all;
+// and for the result cache, when it keeps a result.
 #include "core/read_cache.hpp"
 
 #include <gtest/gtest.h>
+
+#include <vector>
 
 namespace hzio::core {
 namespace {
@@ -72,6 +75,22 @@ TEST(ReadCache, MakeBytesReusesReleasedBuffers) {
   auto b = ReadCache::make_bytes(0, 69950);  // the same capacity class
   EXPECT_EQ(b->data, first);
   EXPECT_EQ(b->bytes().size(), 69950u);
+}
+
+TEST(ResultCache, KeepsAResultInFreshMemoryOnlyWhenItsKeyComesAgainAndAtOnceInReleasedMemory) {
+  ResultCache c(ResultCache::kLargest);
+  const size_t n = size_t{37} << 16;  // a capacity class no other test releases
+  std::vector<std::byte> out(n), got(n);
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<std::byte>(i * 7);
+  const ResultCache::Key key{1, 0, 0, 5, Box{{0, 0, 0}, {8, 8, 8}}}, other{1, 0, 0, 4, Box{{0, 0, 0}, {8, 8, 8}}};
+  c.put(key, out.data(), n);  // first time, no released memory of its size: not kept
+  EXPECT_FALSE(c.copy_out(key, got.data(), n));
+  c.put(key, out.data(), n);  // the same key again: worth fresh memory
+  ASSERT_TRUE(c.copy_out(key, got.data(), n));
+  EXPECT_EQ(got, out);
+  ReadCache::make_bytes(0, n).reset();  // a released buffer of that class: a new key is kept at once
+  c.put(other, out.data(), n);
+  EXPECT_TRUE(c.copy_out(other, got.data(), n));
 }
 
 TEST(ReadCache, CapacityZeroHoldsNothing) {
