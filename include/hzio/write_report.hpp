@@ -19,7 +19,8 @@ struct PhaseTimes {
   double commit = 0;       // renames and the .idx
   // Collective writes: wall time in write calls copying samples into the writer's own memory since the
   // previous flush (0 for borrowed buffers), and the rest of the flush's wall time that no phase above
-  // covers (waiting for other ranks, agreeing, planning). When phases ran on several threads at once,
+  // covers (waiting for other ranks in agreements, parsing received records). When phases ran on several
+  // threads at once,
   // their seconds add up to more than the wall time and `other` is 0.
   double stage = 0;
   double other = 0;

@@ -98,7 +98,8 @@ class PhaseTimes(_Result):
     #: previous flush (0 with ``copy=False``)
     stage: float
     #: collective writes: the rest of the flush's wall time, outside every phase above (waiting for other
-    #: ranks, agreeing, planning); 0 when phases ran on several threads at once and add up to more
+    #: ranks in agreements, parsing received records); 0 when phases ran on several threads at once and
+    #: add up to more
     other: float
     total: float  #: collective writes: ``stage`` plus the flush's wall time; one process: the phases' sum
 

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <system_error>
 #include <thread>
 
 #include "core/dataset_impl.hpp"
@@ -228,9 +229,19 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
         wanted.push_back(
             {plan.where->file.get(), plan.where->entry.offset + a * sb, plan.where->entry.offset + z * sb});
   }
-  // Asked for from a helper thread while the workers read and scan in the same order (a hint costs the
-  // kernel's work of placing pages in the page cache: the workers would wait for all of it).
-  std::jthread hints([wanted = std::move(wanted)]() mutable { core::hint_ranges(std::move(wanted), false); });
+  // Local files: asked for from a helper thread while the workers read and scan (a hint costs the
+  // kernel's work of placing pages in the page cache, which the workers would otherwise wait for, all of
+  // it, before their first read). Remote storage: asked for first, as its hints only queue requests, and
+  // a read that came before its range's hint would fetch the range a second time.
+  std::jthread hints;
+  if (!d.storage_->cheap_small_reads() || wanted.empty()) {
+    core::hint_ranges(std::move(wanted), false);
+  } else {
+    try {
+      hints = std::jthread([wanted = std::move(wanted)]() mutable { core::hint_ranges(std::move(wanted), false); });
+    } catch (const std::system_error&) {  // no thread to spare: hints are only hints
+    }
+  }
   // Per level above bits_per_block, the offsets of its blocks' samples in the grid (LevelOffsets).
   std::vector<std::optional<LevelOffsets>> offsets(static_cast<size_t>(level) + 1);
   for (int h = bpb + 1; h <= level; ++h) offsets[static_cast<size_t>(h)].emplace(*d.space_, grid, h);

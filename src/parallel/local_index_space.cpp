@@ -218,7 +218,7 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
         const std::byte* data = st.data;
         if (b.lo != st.box.lo || b.hi != st.box.hi) {
           try {
-            copies.emplace_back().reset(std::max<size_t>(bytes, 1));
+            copies.emplace_back(util::Pages::kSmall).reset(std::max<size_t>(bytes, 1));
           } catch (const std::bad_alloc&) {
             s = io_error("out of memory cutting a box along a partition plane");
             continue;
@@ -245,6 +245,7 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
     }
   }
   staged_.clear();
+  const double staged_seconds = std::exchange(stage_seconds_, 0.0);  // the report's `stage`, errors or not
   s = agree(comm_, s);
   if (!s.is_ok()) {
     part_.reset();
@@ -277,6 +278,7 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
       sums[3] += w.message_bytes;
       sums[4] += w.file_bytes;
       sums[5] = std::max<int64_t>(sums[5], w.rounds);
+      mine.restructure += w.max.restructure;  // the part's own planning
       mine.hz += w.max.hz;
       mine.aggregate += w.max.aggregate;
       mine.compress += w.max.compress;
@@ -306,7 +308,7 @@ Result<WriteReport> ParallelDataset::Impl::flush_mosaic() {
   }
   // Phases: each rank's own (its part writes' slowest rank per phase, summed over its parts), then the
   // maximum and the mean over ranks.
-  core::account_wall(mine, total, std::exchange(stage_seconds_, 0.0));
+  core::account_wall(mine, total, staged_seconds);
   double in[core::kPhases.size()], max[core::kPhases.size()], sum[core::kPhases.size()];
   for (size_t i = 0; i < core::kPhases.size(); ++i) in[i] = mine.*core::kPhases[i];
   const int n = static_cast<int>(core::kPhases.size());

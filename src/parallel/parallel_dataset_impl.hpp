@@ -65,7 +65,7 @@ class ParallelDataset::Impl {
     std::vector<std::pair<int64_t, int64_t>> merged;  // (time, first block) of the files merged here
     int64_t moved_messages = 0, moved_bytes = 0;      // parts of boxes sent to another group
     int64_t forward_messages = 0, forward_bytes = 0;  // records sent to mergers
-    util::LargeBuffer arena;                          // parts of boxes received from other groups
+    util::LargeBuffer arena{util::Pages::kSmall};     // parts of boxes received from other groups
     bool writes_idx = false;                          // the lowest leader writes the .idx
     bool rank_conforming = false;
     int64_t group_files = 0;   // data files the group writes itself

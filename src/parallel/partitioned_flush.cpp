@@ -185,7 +185,7 @@ Status ParallelDataset::Impl::partition_staged(core::WriteTally& t) {
   Status ready = largest_all > INT_MAX
                      ? unsupported("a part of a box straddling a partition plane holds more than 2 GiB; split the box")
                      : Status::ok();
-  util::LargeBuffer send;
+  util::LargeBuffer send(util::Pages::kSmall);  // write-path memory: small pages (large_buffer.hpp)
   try {
     if (ready.is_ok()) {
       send.reset(static_cast<size_t>(std::max<int64_t>(send_bytes, 1)));
@@ -329,7 +329,7 @@ Status ParallelDataset::Impl::merge_shared(core::WriteTally& t) {
                                              "one group's records of the shared files exceed 2 GiB; use "
                                              "fewer partitions or fewer blocks per file")
                                        : Status::ok();
-  util::LargeBuffer arena;
+  util::LargeBuffer arena(util::Pages::kSmall);
   if (ready.is_ok()) {
     try {
       arena.reset(static_cast<size_t>(std::max<int64_t>(incoming_bytes, 1)));
