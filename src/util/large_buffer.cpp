@@ -33,13 +33,14 @@ class MappingCache {
     (void)registered;
     return cache;
   }
-  // A kept mapping of at least `capacity` bytes and at most twice that, or nullptr.
-  std::byte* take(size_t capacity, size_t& taken) {
+  // A kept mapping of at least `capacity` bytes and at most twice that (exactly `capacity` with `exact`),
+  // or nullptr.
+  std::byte* take(size_t capacity, size_t& taken, bool exact) {
     std::lock_guard lock(mutex_);
     auto best = kept_.end();
+    const size_t most = exact ? capacity : 2 * capacity;
     for (auto it = kept_.begin(); it != kept_.end(); ++it)
-      if (it->second >= capacity && it->second <= 2 * capacity && (best == kept_.end() || it->second < best->second))
-        best = it;
+      if (it->second >= capacity && it->second <= most && (best == kept_.end() || it->second < best->second)) best = it;
     if (best == kept_.end()) return nullptr;
     std::byte* p = best->first;
     taken = best->second;
@@ -75,14 +76,15 @@ void advise_pages(std::byte* p, size_t capacity, Pages pages) {
   ::madvise(p, capacity, pages == Pages::kHuge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 }
 
-std::byte* allocate(size_t bytes, size_t& capacity, Pages pages) {
+// `exact`: the memory goes back with its size only (large_free), so a larger kept mapping will not do.
+std::byte* allocate(size_t bytes, size_t& capacity, Pages pages, bool exact) {
   if (bytes > (size_t{1} << 60)) throw std::bad_alloc();  // rounding up below must not wrap
   if (bytes < kHugePage) {
     capacity = bytes;
     return bytes ? static_cast<std::byte*>(::operator new(bytes, kSmallAlign)) : nullptr;
   }
   capacity = (bytes + kHugePage - 1) & ~(kHugePage - 1);
-  if (std::byte* kept = MappingCache::get().take(capacity, capacity)) {
+  if (std::byte* kept = MappingCache::get().take(capacity, capacity, exact)) {
     advise_pages(kept, capacity, pages);  // pages it still holds keep their size; new ones follow this
     return kept;
   }
@@ -129,13 +131,13 @@ void LargeBuffer::reserve(size_t bytes) {
 
 void LargeBuffer::reset(size_t bytes) {
   release();
-  data_ = allocate(bytes, capacity_, pages_);
+  data_ = allocate(bytes, capacity_, pages_, false);
   size_ = bytes;
 }
 
 std::byte* large_allocate(size_t bytes) {
   size_t capacity = 0;
-  return allocate(bytes, capacity, Pages::kHuge);
+  return allocate(bytes, capacity, Pages::kHuge, true);
 }
 
 void large_free(std::byte* data, size_t bytes) noexcept {

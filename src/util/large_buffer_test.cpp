@@ -82,6 +82,22 @@ TEST(LargeBuffer, SmallPageBuffersAreAdvisedAgainstHugePagesAndAKeptMappingTakes
   EXPECT_NE(vm_flags(moved.data()).find(" nh "), std::string::npos) << vm_flags(moved.data());
 }
 
+TEST(LargeBuffer, AnAllocatorTakesOnlyAKeptMappingOfItsOwnSize) {
+  // large_free knows only the size asked for: a larger kept mapping handed to large_allocate would come
+  // back smaller, and its tail would stay mapped for good.
+  const size_t big = size_t{26} << 20, asked = size_t{22} << 20;
+  std::byte* first = nullptr;
+  {
+    LargeBuffer b(big);
+    first = b.data();
+  }
+  std::byte* p = large_allocate(asked);
+  EXPECT_NE(p, first);
+  large_free(p, asked);
+  LargeBuffer again(big);  // the kept mapping, whole
+  EXPECT_EQ(again.data(), first);
+}
+
 TEST(LargeBuffer, MemoryOfAnAllocatorIsReusedLikeABuffers) {
   const size_t bytes = size_t{24} << 20;
   std::byte* first = large_allocate(bytes);
