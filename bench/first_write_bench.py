@@ -121,7 +121,8 @@ def one_write(args, comm, np, hzio, a, offset, index):
         os.sync()
     comm.Barrier()
     before = vmstat() if rank == 0 else None
-    sampler = DiskSampler(block_device(folder), args.sample_ms / 1000) if rank == 0 and block_device(folder) else None
+    device = block_device(folder) if rank == 0 else None
+    sampler = DiskSampler(device, args.sample_ms / 1000) if device else None
     marks = {}
     if sampler:
         sampler.__enter__()

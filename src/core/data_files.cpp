@@ -528,7 +528,7 @@ Result<std::shared_ptr<const stats::BlockStats>> DataFiles::block_stats(int fiel
   if (auto it = pending_.find(key); it != pending_.end() && it->second->entries[index].present()) {
     const Pending& p = *it->second;  // written but not committed: what a read would see
     if (!p.ready[index] || !p.stats[index]) return Shared();
-    return Shared(std::make_shared<const stats::BlockStats>(*p.stats[index]));
+    return std::make_shared<const stats::BlockStats>(*p.stats[index]);
   }
   HZIO_ASSIGN_OR_RETURN(Stored * s, stored(key, report));
   if (!s->exists || !s->entries[index].present()) return kMissing;

@@ -72,9 +72,9 @@ std::shared_ptr<ReadCache::Bytes> own(uint64_t begin, uint64_t end, std::byte* d
 }  // namespace
 
 std::shared_ptr<ReadCache::Bytes> ReadCache::make_bytes(uint64_t begin, uint64_t end) {
+  if (auto reused = reuse_bytes(begin, end)) return reused;
   const size_t capacity = capacity_for(begin, end);
-  std::byte* data = take_released(capacity);
-  return own(begin, end, data ? data : new std::byte[capacity], capacity);
+  return own(begin, end, new std::byte[capacity], capacity);
 }
 
 std::shared_ptr<ReadCache::Bytes> ReadCache::reuse_bytes(uint64_t begin, uint64_t end) {

@@ -3,11 +3,11 @@
 #include "hzio/parallel.hpp"
 
 #include <algorithm>
-#include <utility>
 #include <climits>
 #include <cstring>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "core/commit.hpp"
 #include "core/write_tally.hpp"
@@ -198,7 +198,7 @@ Status ParallelDataset::Impl::stage(const Box& box, std::string_view field, int6
                             d.coding[f].dtype.to_string() + ", got " + std::to_string(size_bytes));
   }
   if (size_bytes > 0 && data == nullptr) return invalid_argument("write of box " + box.to_string() + ": no data");
-  Staged s{f, time, box, util::LargeBuffer(util::Pages::kSmall), static_cast<const std::byte*>(data)};
+  Staged s{.field = f, .time = time, .box = box, .data = static_cast<const std::byte*>(data)};
   if (!borrow && size_bytes > 0) {
     util::ScopedSeconds timer(stage_seconds_);  // reported as the next flush's `stage`
     try {

@@ -197,7 +197,7 @@ Status ParallelDataset::Impl::partition_staged(core::WriteTally& t) {
           continue;
         }
         const size_t sample_bytes = d.coding[static_cast<size_t>(st.field)].dtype.bytes();
-        Staged k{st.field, st.time, *part, util::LargeBuffer(util::Pages::kSmall), nullptr};
+        Staged k{.field = st.field, .time = st.time, .box = *part};
         k.copy.reset(std::max<size_t>(static_cast<size_t>(part->sample_count()) * sample_bytes, 1));
         copy_box_part(st.data, st.box, *part, sample_bytes, k.copy.data());
         k.data = k.copy.data();
