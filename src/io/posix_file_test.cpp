@@ -83,6 +83,7 @@ TEST(PosixFile, LoadingAMappedFileThatShrankFailsWithAClearErrorNotASignal) {
 
 TEST(PosixFile, SpecialFilesAreRefusedAtOnceNamingWhatTheyAre) {
   const std::string fifo = temp_dir() + "/pipe.bin";
+  std::filesystem::remove(fifo);  // left by an earlier process of the same pid (the folder is per pid)
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
   for (File::Mode mode : {File::Mode::kRead, File::Mode::kReadWrite, File::Mode::kCreate}) {
     auto f = File::open(fifo, mode);  // would wait for a writer forever if opened as is
