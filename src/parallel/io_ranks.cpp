@@ -24,6 +24,7 @@
 
 #include "parallel/mpi_util.hpp"
 #include "util/clock.hpp"
+#include "util/large_buffer.hpp"
 
 namespace hzio {
 namespace {
@@ -537,7 +538,7 @@ struct IoDataset::Impl {
     Box box;
     const std::byte* data = nullptr;
     size_t bytes = 0;
-    std::vector<std::byte> copy;  // owns `data` unless borrowed
+    util::LargeBuffer copy{util::Pages::kSmall};  // owns `data` unless borrowed; kept memory is reused
     bool borrowed = false;
   };
   // Whether a borrowed box lies in this rank's shared memory (IoRanks::shared_memory): then it is handed
@@ -564,9 +565,19 @@ struct IoDataset::Impl {
                               " bytes, got " + std::to_string(size));
     }
     if (!data) return invalid_argument("write_box: data is NULL");
-    Staged s{f->first, time, box, static_cast<const std::byte*>(data), size, {}, borrow};
+    Staged s{.field = f->first,
+             .time = time,
+             .box = box,
+             .data = static_cast<const std::byte*>(data),
+             .bytes = size,
+             .borrowed = borrow};
     if (!borrow) {
-      s.copy.assign(s.data, s.data + size);
+      try {
+        s.copy.reset(size);
+      } catch (const std::bad_alloc&) {
+        return io_error("out of memory staging a write of " + std::to_string(size) + " bytes");
+      }
+      std::memcpy(s.copy.data(), data, size);
       s.data = s.copy.data();
     }
     staged.push_back(std::move(s));

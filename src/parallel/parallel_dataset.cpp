@@ -223,6 +223,36 @@ Status ParallelDataset::write_box_borrowed(const Box& box, std::string_view fiel
   return impl_->stage(box, field, time, data, size_bytes, true);
 }
 
+void ParallelDataset::Impl::make_records(const parallel::RoundPlan& io, const std::vector<std::byte*>& samples,
+                                         core::WriteTally& t) {
+  core::DatasetParts d = ds();
+  const auto make = [&](size_t i, core::WriteTally& tally) {
+    const auto& item = io.items[i];
+    const Staged& st = staged_[item.box];
+    parallel::write_record(d, st.field, st.time, st.box, st.data, item.block, send_buffer_.data() + item.bulk_at,
+                           samples[i], tally);
+  };
+  // Records fill their own bytes of the send buffer and of the direct-write places: with more than one
+  // thread (an I/O rank has the node's cores) they are made in batches on the pool, each batch with its own
+  // tally, added up after.
+  constexpr size_t kBatch = 8;
+  const size_t n = io.items.size(), batches = (n + kBatch - 1) / kBatch;
+  if (d.pool.size() <= 1 || batches < 2) {
+    for (size_t i = 0; i < n; ++i) make(i, t);
+    return;
+  }
+  std::vector<core::WriteTally> tallies(batches, core::WriteTally(d.idx.bitmask.max_level()));
+  d.pool.parallel_for(batches, [&](size_t b) {
+    for (size_t i = b * kBatch; i < std::min(n, (b + 1) * kBatch); ++i) make(i, tallies[b]);
+  });
+  for (const core::WriteTally& each : tallies) {
+    t.phases.restructure += each.phases.restructure;
+    t.phases.stats += each.phases.stats;
+    for (size_t level = 0; level < each.level_hz.size(); ++level)
+      t.add_hz(static_cast<int>(level), each.level_hz[level]);
+  }
+}
+
 Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, const parallel::RoundPlan& io,
                                              core::WriteTally& t) {
   core::DatasetParts d = ds();
@@ -269,19 +299,18 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
     post(false, landing[k], io.incoming[k].bytes, io.incoming[k].source, kBlockTag);
   // Make the records; a detached block this rank aggregates itself goes straight to its buffered place.
   std::vector<std::byte*> own_samples;  // of this rank's detached records for itself, in order
-  for (const auto& item : io.items) {
-    const Staged& st = staged_[item.box];
-    std::byte* samples = nullptr;
-    if (item.detached) {
-      samples = send_buffer_.data() + item.data_at;
-      if (item.dest == xrank_) {
-        if (std::byte* p = place(format::entry_in_file(d.idx, st.field, item.block))) samples = p;
-        own_samples.push_back(samples);
-      }
+  std::vector<std::byte*> samples(io.items.size(), nullptr);
+  for (size_t i = 0; i < io.items.size(); ++i) {
+    const auto& item = io.items[i];
+    if (!item.detached) continue;
+    samples[i] = send_buffer_.data() + item.data_at;
+    if (item.dest == xrank_) {
+      const Staged& st = staged_[item.box];
+      if (std::byte* p = place(format::entry_in_file(d.idx, st.field, item.block))) samples[i] = p;
+      own_samples.push_back(samples[i]);
     }
-    parallel::write_record(d, st.field, st.time, st.box, st.data, item.block, send_buffer_.data() + item.bulk_at,
-                           samples, t);
   }
+  make_records(io, samples, t);
   {
     util::ScopedSeconds timer(t.phases.aggregate);
     for (int r = 0; r < xsize_; ++r) {

@@ -139,6 +139,9 @@ class ParallelDataset::Impl {
   void reduce_partitioned(WriteReport& r, int rounds);
   // Collective. Plans, exchanges, writes and commits the staged boxes; errors agree on every rank.
   Status write_staged(FlushPlan& fp, core::WriteTally& t);
+  // Local. Makes this rank's records of a round (parallel::write_record) into the send buffer, with a
+  // detached block's samples at `samples` of its item; on the dataset's pool when it has several threads.
+  void make_records(const parallel::RoundPlan& io, const std::vector<std::byte*>& samples, core::WriteTally& t);
   // Local status: a failing rank still joins every later round, and flush() agrees once at the end.
   Status exchange_round(const parallel::WritePlan& plan, const parallel::RoundPlan& io, core::WriteTally& t);
   // Collective over every rank. `files`: per new timestep, the first blocks of the files written (needed

@@ -50,6 +50,7 @@ struct Case {
   size_t budget;
   AggregatorPlacement placement;
   int partitions = 1;
+  int threads = 1;
 };
 
 template <class T>
@@ -84,6 +85,7 @@ void run_case(const Case& c, int index) {
   po.aggregator_bytes = c.budget;
   po.placement = c.placement;
   po.partitions = c.partitions;
+  po.threads = c.threads;
   std::mt19937 rng(1234 + index % 100);  // same on every rank
   std::vector<Box> boxes;
   split({{0, 0, 0}, c.dims}, rng, 4, boxes);
@@ -166,6 +168,21 @@ TEST(ParallelWrite, ByteIdenticalToOneProcessForRandomDecompositions) {
       {{64, 8, 3}, "zip", Layout::kRowMajor, 7, 1, size_t{1} << 20, AggregatorPlacement::kUniform},
   };
   for (size_t i = 0; i < std::size(cases); ++i) run_case(cases[i], static_cast<int>(i));
+}
+
+// With several threads per rank (as on I/O ranks), each rank makes its records in batches on its pool,
+// whole blocks and pieces alike: the files stay byte-identical to one process's.
+TEST(ParallelWrite, ByteIdenticalToOneProcessWithThreadsPerRank) {
+  const Case cases[] = {
+      {{37, 21, 13}, "raw", Layout::kHzOrder, 6, 4, size_t{256} << 20, AggregatorPlacement::kLocalized},
+      {{32, 32, 32}, "zip", Layout::kHzOrder, 5, 2, size_t{4} << 10, AggregatorPlacement::kLocalized},
+      {{30, 17, 9}, "lz4", Layout::kRowMajor, 4, 8, size_t{2} << 10, AggregatorPlacement::kUniform},
+  };
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    Case c = cases[i];
+    c.threads = 3;
+    run_case(c, 50 + static_cast<int>(i));
+  }
 }
 
 // Partitions in global index space: boxes straddle the partition planes, some partitions get no rank
