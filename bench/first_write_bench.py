@@ -4,12 +4,14 @@ Each repetition starts ``mpiexec -n N`` anew, so its first timed write is the fi
 ``--writes K`` the same processes then write K - 1 more times (each a new dataset), timed alike. Each rank
 owns one box of a global float32 cube and, between two barriers, either writes its box to a file of its own
 (``os.write`` per MiB, ``fsync``: file per process) or takes part in one hzio collective write
-(``hzio.create(..., comm=...)``, ``write``, ``close`` with ``durable=True``). Rank 0 samples the disk's
+(``hzio.create(..., comm=...)``, ``write``, ``close`` with ``durable=True``), with the default staging copy
+(``hzio``) or ``copy=False`` (``hzio-nocopy``). Rank 0 samples the disk's
 ``/sys/block/<dev>/stat`` every ``--sample-ms`` on a helper thread while the ranks write, and every rank
 notes when each call returned. ``--idle S`` waits S seconds before each fresh run: memory the machine has
 not touched for a while can cost more on its first touch (see bench/README.md), which a first write pays.
 
     .venv/bin/python bench/first_write_bench.py [--ranks 4] [--size 512] [--reps 5] [--writes 2] [--idle 0,40]
+        [--cases fpp,hzio,hzio-nocopy]
 """
 
 import argparse
@@ -32,6 +34,11 @@ REPO_ROOT = os.path.dirname(HERE)
 MIB = 2**20
 SECTOR = 512  # /sys/block/<dev>/stat counts 512-byte sectors whatever the device's block size
 VMSTAT_KEYS = ("pgfault", "thp_fault_alloc", "compact_stall", "pgmajfault")
+# hzio: write(copy=True), the default (write returns at once, the flush reads a copy); hzio-nocopy:
+# write(copy=False) (the flush reads the caller's array, which must not change until then)
+# hzio-io: through one I/O rank started for the run (an extra process: --ranks compute ranks and one more),
+# close() returning once the I/O rank has made the timestep durable
+CASES = ("fpp", "hzio", "hzio-nocopy", "hzio-io")
 
 
 # ------------------------------------------------------------------------------------------ child (under MPI)
@@ -92,7 +99,13 @@ def child(args):
     import numpy as np
     from mpi4py import MPI
 
-    comm = MPI.COMM_WORLD
+    comm, io = MPI.COMM_WORLD, None
+    if args.case == "hzio-io":  # the last rank is the machine's I/O rank; its buffer holds one timestep
+        io = hzio.start_io_ranks(comm, per_node=1, buffer_bytes=args.size ** 3 * 4 + 64 * MIB, in_flight=1)
+        if io.is_io_rank:
+            io.serve()
+            return
+        comm = io.compute_comm
     rank, size = comm.rank, comm.size
     n = args.size
     parts = [1, 1, 1]  # near-cubic decomposition of the ranks, slower axes last to split
@@ -108,10 +121,12 @@ def child(args):
     offset = tuple(int(c) * s for c, s in zip(coord, shape))
     a = np.random.default_rng(rank).random(shape, dtype=np.float32)  # touched before the clock starts
     for index in range(args.writes):
-        one_write(args, comm, np, hzio, a, offset, index)
+        one_write(args, comm, io, np, hzio, a, offset, index)
+    if io is not None:
+        io.close()
 
 
-def one_write(args, comm, np, hzio, a, offset, index):
+def one_write(args, comm, io, np, hzio, a, offset, index):
     """One timed write (the `index`-th of these processes): rank 0 prints its JSON line."""
     rank, n = comm.rank, args.size
     folder = os.path.join(args.dir, "run")
@@ -139,14 +154,15 @@ def one_write(args, comm, np, hzio, a, offset, index):
         os.close(fd)
         marks["durable"] = time.perf_counter() - t0
     else:
+        through = {"io": io} if io is not None else {}
         ds = hzio.create(os.path.join(folder, "ds.idx"), shape=(n, n, n), fields={"f": "float32"}, codec="raw",
-                         overwrite=True, durable=True, comm=comm)
+                         overwrite=True, durable=True, comm=comm, **through)
         marks["create"] = time.perf_counter() - t0
-        ds.write(a, offset=offset, field="f")
+        ds.write(a, offset=offset, field="f", copy=args.case != "hzio-nocopy")
         marks["write"] = time.perf_counter() - t0
         ds.close()
         marks["close"] = time.perf_counter() - t0
-        report = dataclasses.asdict(ds.last_write_report)
+        report = dataclasses.asdict(ds.last_write_report) if io is None else None
     comm.Barrier()
     wall = time.perf_counter() - t0
     if sampler:
@@ -185,7 +201,8 @@ def run_once(args, case, idle):
         time.sleep(idle)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")
-    cmd = ["mpiexec", "-n", str(args.ranks), sys.executable, os.path.abspath(__file__), "--child", case,
+    ranks = args.ranks + (1 if case == "hzio-io" else 0)
+    cmd = ["mpiexec", "-n", str(ranks), sys.executable, os.path.abspath(__file__), "--child", case,
            "--size", str(args.size), "--writes", str(args.writes), "--dir", args.dir,
            "--sample-ms", str(args.sample_ms)]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -199,7 +216,7 @@ def run_once(args, case, idle):
 
 
 def print_header():
-    print(f"  {'case':<5} {'write':>5} {'idle s':>6} {'wall s':>7} {'MiB/s':>6}  "
+    print(f"  {'case':<11} {'write':>5} {'idle s':>6} {'wall s':>7} {'MiB/s':>6}  "
           f"{'create':>6} {'write':>6} {'close':>6}  "
           f"{'stage':>6} {'hz':>6} {'aggr':>6} {'write':>6} {'other':>6} {'total':>6}  "
           f"{'disk on':>7} {'disk off':>8} {'disk MiB/s':>10}  "
@@ -214,7 +231,7 @@ def print_runs(runs):
             calls = {"create": 0, "write": max(x["written"] for x in m), "close": max(x["durable"] for x in m)}
         p = r["report"]["max"] if r["report"] else {}
         d = r["disk"]
-        print(f"  {r['case']:<5} {r['write'] + 1:>5} {r['idle_s']:>6.0f} {r['wall']:>7.3f} "
+        print(f"  {r['case']:<11} {r['write'] + 1:>5} {r['idle_s']:>6.0f} {r['wall']:>7.3f} "
               f"{r['bytes'] / MIB / r['wall']:>6.0f}  "
               f"{calls['create']:>6.3f} {calls['write']:>6.3f} {calls['close']:>6.3f}  "
               + "".join(f"{p.get(k, 0):>6.3f} " for k in ("stage", "hz", "aggregate", "write", "other", "total"))
@@ -236,24 +253,27 @@ def parent(args):
     print_header()
     for rep in range(args.reps):
         for idle in idles:
-            for case in (("fpp", "hzio") if rep % 2 == 0 else ("hzio", "fpp")):
+            for case in (args.cases if rep % 2 == 0 else args.cases[::-1]):
                 fresh = run_once(args, case, idle)
                 runs += fresh
                 print_runs(fresh)
     summary = {}
     for idle in idles:
         for which, chosen in (("first", lambda r: r["write"] == 0), ("later", lambda r: r["write"] > 0)):
-            for case in ("fpp", "hzio"):
+            for case in args.cases:
                 walls = [r["wall"] for r in runs if r["case"] == case and r["idle_s"] == idle and chosen(r)]
                 if walls:
                     summary[f"{case}@{idle:g}/{which}"] = {"median_s": round(statistics.median(walls), 4),
                                                            "min_s": round(min(walls), 4),
                                                            "max_s": round(max(walls), 4)}
-            h, f = summary.get(f"hzio@{idle:g}/{which}"), summary.get(f"fpp@{idle:g}/{which}")
-            if h and f:
-                print(f"\n  idle {idle:g} s, {which} write{'s' if which == 'later' else ''}: hzio median "
-                      f"{h['median_s']:.3f} s (min {h['min_s']:.3f}, max {h['max_s']:.3f}), file per process "
-                      f"{f['median_s']:.3f} s: hzio at {f['median_s'] / h['median_s']:.2f} x file per process")
+            f = summary.get(f"fpp@{idle:g}/{which}")
+            for case in (c for c in args.cases if c != "fpp"):
+                h = summary.get(f"{case}@{idle:g}/{which}")
+                if h and f:
+                    print(f"\n  idle {idle:g} s, {which} write{'s' if which == 'later' else ''}: {case} median "
+                          f"{h['median_s']:.3f} s (min {h['min_s']:.3f}, max {h['max_s']:.3f}), file per process "
+                          f"{f['median_s']:.3f} s: {case} at {f['median_s'] / h['median_s']:.2f} x file per "
+                          "process")
     report = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "command": " ".join(sys.argv),
               "machine": machine, "uptime_before": uptime_before, "uptime_after": uptime_line(),
               "ranks": args.ranks, "size": args.size, "reps": args.reps, "idles": idles, "summary": summary,
@@ -279,8 +299,13 @@ def main():
     ap.add_argument("--dir", default=os.path.join(REPO_ROOT, "build", "bench_tmp", "first_write"))
     ap.add_argument("--json", default=os.path.join(HERE, "results", "first_write.json"))
     add_plot_option(ap)
-    ap.add_argument("--child", choices=["fpp", "hzio"], help=argparse.SUPPRESS)
+    ap.add_argument("--cases", default="fpp,hzio,hzio-nocopy",
+                    help="comma-separated, in the order of the first repetition (default fpp,hzio,hzio-nocopy)")
+    ap.add_argument("--child", choices=CASES, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    args.cases = args.cases.split(",")
+    if not args.cases or any(c not in CASES for c in args.cases):
+        ap.error(f"--cases: choose among {', '.join(CASES)}")
     if args.child:
         args.case = args.child
         child(args)
