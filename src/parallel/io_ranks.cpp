@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <thread>
 #include <vector>
@@ -191,6 +192,9 @@ struct Piece {
   Box box;
   int64_t at = 0;  // offset in the buffer
   int64_t bytes = 0;
+  // Lent: the I/O rank writes straight from the buffer, and the compute rank leaves these bytes alone
+  // until the flush is durable. Otherwise the I/O rank copies them out before it answers kReleased.
+  bool lent = false;
 };
 
 void put_pieces(Wire& w, const std::vector<Piece>& pieces) {
@@ -202,6 +206,7 @@ void put_pieces(Wire& w, const std::vector<Piece>& pieces) {
     for (int a = 0; a < 3; ++a) w.i64(p.box.hi[a]);
     w.i64(p.at);
     w.i64(p.bytes);
+    w.i64(p.lent ? 1 : 0);
   }
 }
 
@@ -216,6 +221,7 @@ std::vector<Piece> get_pieces(Wire& w) {
     for (int a = 0; a < 3; ++a) p.box.hi[a] = w.i64();
     p.at = w.i64();
     p.bytes = w.i64();
+    p.lent = w.i64() != 0;
     pieces.push_back(std::move(p));
   }
   return pieces;
@@ -334,6 +340,8 @@ struct IoRanks::Impl {
   bool closed = false;
   // Compute ranks: the I/O side's state as far as this rank knows.
   int pending_durable = 0;        // flushes and closes not yet durable
+  std::deque<bool> pending_lent;  // per pending flush or close, in order: whether it lent region bytes
+  int64_t flushes_lent = 0;       // lent flushes so far: the next one takes slot flushes_lent % in_flight
   bool awaiting_release = false;  // the region's last batch is still being copied out
   Status error;                   // the first error the I/O side reported, until returned
   int64_t next_key = 0;
@@ -353,7 +361,10 @@ struct IoRanks::Impl {
     const auto kind = static_cast<Kind>(w.i64());
     Status s = get_status(w);
     if (kind == kReleased) awaiting_release = false;
-    if (kind == kDurable) --pending_durable;
+    if (kind == kDurable) {
+      --pending_durable;
+      if (!pending_lent.empty()) pending_lent.pop_front();
+    }
     if (kind == kReady) {
       if (shape && s.is_ok()) *shape = get_shape(w);
       if (ready_error) *ready_error = s;
@@ -645,8 +656,24 @@ Result<HandOffReport> IoDataset::Impl::flush() {
   }
   s.error = Status::ok();
   HZIO_RETURN_IF_ERROR(parallel::agree(s.compute, mine));
+  // When this flush's copies fit one of in_flight equal slots of the room, they go to the next slot in
+  // turn and are lent: the I/O rank writes from them without copying them out. Waiting above for all but
+  // in_flight - 1 earlier flushes left that slot free (the pending ones hold the other slots). Larger
+  // flushes are copied out batch by batch from the start of the room, once no lent bytes are pending.
+  size_t copies = 0;
+  for (const Staged& b : staged)
+    if (!in_place(b)) copies += b.bytes;
+  const auto slots = static_cast<size_t>(s.options.in_flight);
+  const size_t slot_bytes = (room / slots) & ~size_t{4095};
+  const bool lend = copies > 0 && copies <= slot_bytes;
+  size_t base = 0;
+  if (lend) {
+    base = static_cast<size_t>(s.flushes_lent++ % static_cast<int64_t>(slots)) * slot_bytes;
+  } else if (std::find(s.pending_lent.begin(), s.pending_lent.end(), true) != s.pending_lent.end()) {
+    waiting("timesteps in flight", [&] { s.wait_durable(0); });
+  }
   std::vector<Piece> batch;
-  size_t at = 0;
+  size_t at = base;
   auto hand_over = [&](Op op) {
     Wire w;
     w.i64(op);
@@ -672,7 +699,8 @@ Result<HandOffReport> IoDataset::Impl::flush() {
         waiting("buffer full", [&] { s.wait_release(); });
       }
       const int64_t n = std::min<int64_t>(planes - z, static_cast<int64_t>((room - at) / plane));
-      Piece p{b.field, b.time, b.box, static_cast<int64_t>(s.region_offset + at), n * static_cast<int64_t>(plane)};
+      Piece p{b.field, b.time, b.box, static_cast<int64_t>(s.region_offset + at), n * static_cast<int64_t>(plane),
+              lend};
       p.box.lo[axis] = b.box.lo[axis] + z;
       p.box.hi[axis] = p.box.lo[axis] + n;
       std::memcpy(s.buffer + p.at, b.data + static_cast<size_t>(z) * plane, static_cast<size_t>(p.bytes));
@@ -686,6 +714,7 @@ Result<HandOffReport> IoDataset::Impl::flush() {
   staged.clear();
   hand_over(kFlush);
   ++s.pending_durable;
+  s.pending_lent.push_back(lend);
   MPI_Request request;
   MPI_Ibarrier(s.compute, &request);  // Collective: every rank's boxes are in its node's buffer
   parallel::wait(request);
@@ -704,6 +733,7 @@ Status IoDataset::close() {
   w.i64(d.key);
   d.io->send_command(w);
   ++d.io->pending_durable;
+  d.io->pending_lent.push_back(false);
   d.closed = true;
   d.io->wait_release();
   d.io->wait_durable(0);
@@ -861,7 +891,11 @@ class Server {
         s = internal_error("a batch names bytes outside the sending rank's region of the shared buffer");
         break;
       }
-      s = it->second.ds->write_box(p.box, p.field, p.time, io_.buffer + p.at, static_cast<size_t>(p.bytes));
+      const auto bytes = static_cast<size_t>(p.bytes);
+      // Lent bytes stay put until this dataset's next flush has made them durable (the compute rank waits
+      // for that answer before it writes there again); the others are copied out now.
+      s = p.lent ? it->second.ds->write_box_borrowed(p.box, p.field, p.time, io_.buffer + p.at, bytes)
+                 : it->second.ds->write_box(p.box, p.field, p.time, io_.buffer + p.at, bytes);
     }
     if (it != open_.end() && !s.is_ok() && it->second.error.is_ok()) it->second.error = s;
     reply(c.client, kReleased, Status::ok());
