@@ -11,7 +11,7 @@ notes when each call returned. ``--idle S`` waits S seconds before each fresh ru
 not touched for a while can cost more on its first touch (see bench/README.md), which a first write pays.
 
     .venv/bin/python bench/first_write_bench.py [--ranks 4] [--size 512] [--reps 5] [--writes 2] [--idle 0,40]
-        [--cases fpp,hzio,hzio-nocopy]
+        [--cases fpp,hzio,hzio-nocopy,hzio-io]
 """
 
 import argparse
@@ -299,8 +299,8 @@ def main():
     ap.add_argument("--dir", default=os.path.join(REPO_ROOT, "build", "bench_tmp", "first_write"))
     ap.add_argument("--json", default=os.path.join(HERE, "results", "first_write.json"))
     add_plot_option(ap)
-    ap.add_argument("--cases", default="fpp,hzio,hzio-nocopy",
-                    help="comma-separated, in the order of the first repetition (default fpp,hzio,hzio-nocopy)")
+    ap.add_argument("--cases", default="fpp,hzio,hzio-nocopy,hzio-io",
+                    help="comma-separated, in the order of the first repetition (default: all four)")
     ap.add_argument("--child", choices=CASES, help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.cases = args.cases.split(",")
