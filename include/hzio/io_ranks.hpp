@@ -53,8 +53,10 @@ class IoRanks {
   // Collective over `comm`. Splits each node's ranks (MPI_Comm_split_type SHARED, or groups of
   // $HZIO_RANKS_PER_NODE consecutive ranks when that is set) into compute ranks and `per_node` I/O ranks
   // (the node's last ones); each I/O rank owns a POSIX shared-memory buffer of `buffer_bytes`, cut into
-  // equal regions, one per compute rank it serves. Errors (kInvalidArgument: per_node or the buffer too
-  // small for the node; kIo: shared memory refused) agree on every rank.
+  // equal regions, one per compute rank it serves. The buffer's memory is reserved here (a node whose
+  // /dev/shm cannot hold it fails now, not at a later copy) and each compute rank maps its region.
+  // Errors (kInvalidArgument: per_node or the buffer too small for the node; kIo: shared memory refused
+  // or too small) agree on every rank.
   static Result<std::unique_ptr<IoRanks>> start(MPI_Comm comm, const IoRanksOptions& options = {});
   // Local. A compute rank that did not close() tells its I/O rank it is done (the datasets it did not
   // close keep their last commit); while other compute ranks still make calls, that breaks their order and

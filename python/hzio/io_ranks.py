@@ -127,7 +127,8 @@ def start_io_ranks(comm: Any, per_node: int = 1, buffer_bytes: int = 256 << 20, 
     (each gets an equal region). ``in_flight`` flushes of a compute rank may wait for the disk before its
     next ``flush()`` waits. Nodes are ``MPI_Comm_split_type(SHARED)``, or groups of
     ``$HZIO_RANKS_PER_NODE`` consecutive ranks when that is set. Each I/O rank needs a compute rank of
-    its own: a node needs at least ``2 * per_node`` ranks.
+    its own: a node needs at least ``2 * per_node`` ranks. The buffers' memory is reserved here: a node
+    whose shared memory (``/dev/shm``) cannot hold them raises :class:`hzio.IoError` on every rank.
     """
     try:
         import mpi4py  # noqa: F401

@@ -480,12 +480,20 @@ Result<std::unique_ptr<IoRanks>> IoRanks::start(MPI_Comm comm, const IoRanksOpti
   const size_t bytes = options.buffer_bytes;
   mine = Status::ok();
   if (impl->is_io) {
+    // The object's memory is taken now, not on the first write into it: a shared-memory file system
+    // (/dev/shm) too small for the buffer is an error here rather than a SIGBUS in a compute rank's copy
+    // later, and the first timestep does not pay for allocating the pages.
     const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    int reserved = 0;
     if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
       mine = io_error("cannot make the shared buffer " + name + " of " + std::to_string(bytes) +
                       " bytes: " + std::strerror(errno));
+    } else if ((reserved = posix_fallocate(fd, 0, static_cast<off_t>(bytes))) != 0) {
+      mine = io_error("cannot reserve the " + std::to_string(bytes) + " bytes of the shared buffer " + name +
+                      " in the node's shared memory (/dev/shm): " + std::strerror(reserved) +
+                      "; give IoRanks::start a smaller buffer_bytes, or the node a larger /dev/shm");
     } else {
-      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
       if (p == MAP_FAILED) {
         mine = io_error("cannot map the shared buffer " + name + ": " + std::strerror(errno));
       } else {
@@ -510,6 +518,11 @@ Result<std::unique_ptr<IoRanks>> IoRanks::start(MPI_Comm comm, const IoRanksOpti
     const auto at = std::find(peers.begin(), peers.end(), me) - peers.begin();
     impl->region_bytes = impl->region_of(peers.size());
     impl->region_offset = static_cast<size_t>(at) * impl->region_bytes;
+#ifdef MADV_POPULATE_WRITE
+    // Map this rank's region now (its pages exist already): the first flush copies without page faults.
+    if (impl->buffer && impl->region_bytes >= 4096)
+      ::madvise(impl->buffer + impl->region_offset, impl->region_bytes, MADV_POPULATE_WRITE);
+#endif
   }
   const Status mapped = parallel::agree(comm, mine);
   // Mapped by every rank of the node (or failed): the name goes; the memory lives until the last unmap.

@@ -28,13 +28,13 @@ def _same_trees(a: Path, b: Path) -> list[str]:
     return [n for n in names_a if not filecmp.cmp(a / n, b / n, shallow=False)]
 
 
-def _run(nprocs, per_node_env, payload, timeout=300):
+def _run(nprocs, per_node_env, payload, timeout=300, script="io_ranks_write"):
     import mpi_launch
     mpi_launch.skip_module_without_mpi()
     old = os.environ.get("HZIO_RANKS_PER_NODE")
     os.environ["HZIO_RANKS_PER_NODE"] = str(per_node_env)
     try:
-        return mpi_launch.run_json(nprocs, "io_ranks_write", payload, timeout=timeout)
+        return mpi_launch.run_json(nprocs, script, payload, timeout=timeout)
     finally:
         if old is None:
             del os.environ["HZIO_RANKS_PER_NODE"]
@@ -89,6 +89,16 @@ def test_start_io_ranks_checks_its_arguments():
         hzio.start_io_ranks(MPI.COMM_SELF, per_node=1)  # a node of one rank has no compute rank left
     with pytest.raises(hzio.InvalidArgumentError):
         hzio.start_io_ranks(MPI.COMM_SELF, buffer_bytes=10)
+
+
+def test_a_shared_buffer_larger_than_the_node_can_hold_is_refused_at_start():
+    # The buffer's memory is reserved at the start: a compute rank's first copy cannot meet a full /dev/shm
+    # (which would end it with SIGBUS). 1 TiB is beyond any test machine's shared memory.
+    result, describe = _run(2, 2, {"buffer_bytes": 1 << 40}, script="io_ranks_start")
+    assert result is not None, describe
+    assert len(result["errors"]) == 2
+    for kind, message in result["errors"]:
+        assert kind == "IoError" and "/dev/shm" in message and "buffer_bytes" in message, message
 
 
 WRITER = textwrap.dedent("""
