@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <thread>
 #include <vector>
@@ -339,9 +340,15 @@ struct IoRanks::Impl {
   }
   bool closed = false;
   // Compute ranks: the I/O side's state as far as this rank knows.
-  int pending_durable = 0;        // flushes and closes not yet durable
-  std::deque<bool> pending_lent;  // per pending flush or close, in order: whether it lent region bytes
-  int64_t flushes_lent = 0;       // lent flushes so far: the next one takes slot flushes_lent % in_flight
+  int pending_durable = 0;       // flushes and closes not yet durable
+  std::deque<int> pending_slot;  // per pending flush or close, in order: the slot it lent, or -1
+  int64_t flushes_lent = 0;      // lent flushes so far: the next one takes slot flushes_lent % in_flight
+  // Copies write_box made straight into the next slot, ahead of their flush: their bytes, and the dataset
+  // that made them (one at a time). `evict` moves them to private memory when something else needs the
+  // room (another dataset's flush, shared_memory()).
+  size_t slot_fill = 0;
+  const void* slot_owner = nullptr;
+  std::function<Status()> evict;
   bool awaiting_release = false;  // the region's last batch is still being copied out
   Status error;                   // the first error the I/O side reported, until returned
   int64_t next_key = 0;
@@ -363,7 +370,7 @@ struct IoRanks::Impl {
     if (kind == kReleased) awaiting_release = false;
     if (kind == kDurable) {
       --pending_durable;
-      if (!pending_lent.empty()) pending_lent.pop_front();
+      if (!pending_slot.empty()) pending_slot.pop_front();
     }
     if (kind == kReady) {
       if (shape && s.is_ok()) *shape = get_shape(w);
@@ -383,6 +390,38 @@ struct IoRanks::Impl {
   }
   void wait_durable(int at_most) {
     while (pending_durable > at_most) take_reply();
+  }
+  // A flush's copies lent to the I/O rank go to one of in_flight equal slots of the room below the
+  // shared_memory() arrays, in turn.
+  size_t slot_bytes() const {
+    return ((region_bytes - shared_bytes) / static_cast<size_t>(options.in_flight)) & ~size_t{4095};
+  }
+  int next_slot() const { return static_cast<int>(flushes_lent % options.in_flight); }
+  std::byte* slot_start(int k) const { return buffer + region_offset + static_cast<size_t>(k) * slot_bytes(); }
+  bool slot_free(int k) const { return std::find(pending_slot.begin(), pending_slot.end(), k) == pending_slot.end(); }
+  // Room for `size` bytes of `owner`'s next flush in the next slot, or null: the slot holds copies of
+  // another dataset, is still lent to a pending flush, lies under a batch being copied out, or is full.
+  std::byte* slot_room(const void* owner, size_t size) {
+    if (slot_owner && slot_owner != owner) return nullptr;
+    drain();  // the I/O rank's answers so far: releases, durable flushes
+    const int k = next_slot();
+    if (awaiting_release || !slot_free(k) || size > slot_bytes() || slot_fill > slot_bytes() - size) return nullptr;
+    std::byte* at = slot_start(k) + slot_fill;
+    slot_fill += size;
+    slot_owner = owner;
+    return at;
+  }
+  // Moves copies made ahead into the slot out to their dataset's private memory.
+  Status evict_slot() {
+    Status s;
+    if (evict) s = evict();
+    forget_slot();
+    return s;
+  }
+  void forget_slot() {
+    slot_fill = 0;
+    slot_owner = nullptr;
+    evict = nullptr;
   }
   Status pending_error() {
     if (error.is_ok()) return Status::ok();
@@ -428,6 +467,11 @@ Result<void*> IoRanks::shared_memory(size_t bytes) {
                             " left: give IoRanks::start a larger buffer_bytes");
   }
   s.wait_release();  // the region's last batch may lie where the new memory starts
+  // The slots move with the room below the new memory: copies made ahead go to private memory, and lent
+  // slots must be durable first.
+  HZIO_RETURN_IF_ERROR(s.evict_slot());
+  if (std::find_if(s.pending_slot.begin(), s.pending_slot.end(), [](int k) { return k >= 0; }) != s.pending_slot.end())
+    s.wait_durable(0);
   s.shared_bytes += rounded;
   return static_cast<void*>(s.buffer + s.region_offset + s.region_bytes - s.shared_bytes);
 }
@@ -562,8 +606,9 @@ struct IoDataset::Impl {
     Box box;
     const std::byte* data = nullptr;
     size_t bytes = 0;
-    util::LargeBuffer copy{util::Pages::kSmall};  // owns `data` unless borrowed; kept memory is reused
+    util::LargeBuffer copy{util::Pages::kSmall};  // owns `data` when copied to private memory
     bool borrowed = false;
+    bool ahead = false;  // copied into the next slot of the node's buffer (IoRanks::Impl::slot_room)
   };
   // Whether a borrowed box lies in this rank's shared memory (IoRanks::shared_memory): then it is handed
   // over where it lies.
@@ -574,6 +619,10 @@ struct IoDataset::Impl {
   std::vector<Staged> staged;
   HandOffReport last;
   bool closed = false;
+
+  ~Impl() {
+    if (io && io->slot_owner == this) io->forget_slot();  // staged copies dropped unflushed
+  }
 
   Status stage(const Box& box, std::string_view field, int64_t time, const void* data, size_t size, bool borrow) {
     if (closed) return invalid_argument("write_box on a closed dataset");
@@ -596,15 +645,36 @@ struct IoDataset::Impl {
              .bytes = size,
              .borrowed = borrow};
     if (!borrow) {
-      try {
-        s.copy.reset(size);
-      } catch (const std::bad_alloc&) {
-        return io_error("out of memory staging a write of " + std::to_string(size) + " bytes");
+      // Straight into the node's buffer when the next flush's slot has room: the flush then hands the
+      // bytes over without copying them again. Otherwise into private memory, copied at the flush.
+      if (std::byte* at = io->slot_room(this, size)) {
+        std::memcpy(at, data, size);
+        s.data = at;
+        s.ahead = true;
+        if (!io->evict) io->evict = [this] { return move_out_of_slot(); };
+      } else {
+        HZIO_RETURN_IF_ERROR(copy_privately(s));
       }
-      std::memcpy(s.copy.data(), data, size);
-      s.data = s.copy.data();
     }
     staged.push_back(std::move(s));
+    return Status::ok();
+  }
+
+  Status copy_privately(Staged& b) {
+    try {
+      b.copy.reset(b.bytes);
+    } catch (const std::bad_alloc&) {
+      return io_error("out of memory staging a write of " + std::to_string(b.bytes) + " bytes");
+    }
+    std::memcpy(b.copy.data(), b.data, b.bytes);
+    b.data = b.copy.data();
+    b.ahead = false;
+    return Status::ok();
+  }
+  // The boxes copied ahead into the slot, moved to private memory (IoRanks::Impl::evict_slot).
+  Status move_out_of_slot() {
+    for (Staged& b : staged)
+      if (b.ahead) HZIO_RETURN_IF_ERROR(copy_privately(b));
     return Status::ok();
   }
 
@@ -657,10 +727,15 @@ Result<HandOffReport> IoDataset::Impl::flush() {
   // Whether this flush can go: an error the I/O side reported, or a plane larger than the room, on any
   // compute rank stops it on every one before anything is sent (a rank sending alone would wait forever).
   Status mine = s.error.is_ok() ? Status::ok() : io_error("the I/O ranks failed: " + s.error.message());
+  // Copies another dataset made ahead into the slot move out of this flush's way.
+  if (s.slot_owner && s.slot_owner != this) {
+    const Status moved = s.evict_slot();
+    if (mine.is_ok()) mine = moved;
+  }
   for (const Staged& b : staged) {
     const auto planes = b.box.extent(axis);
     const size_t plane = b.bytes / static_cast<size_t>(planes);
-    if (mine.is_ok() && !in_place(b) && plane > room) {
+    if (mine.is_ok() && !in_place(b) && !b.ahead && plane > room) {
       mine =
           invalid_argument("one plane of " + std::to_string(plane) + " bytes does not fit the " + std::to_string(room) +
                            " bytes of this rank's region left for copies: give "
@@ -670,23 +745,21 @@ Result<HandOffReport> IoDataset::Impl::flush() {
   s.error = Status::ok();
   HZIO_RETURN_IF_ERROR(parallel::agree(s.compute, mine));
   // When this flush's copies fit one of in_flight equal slots of the room, they go to the next slot in
-  // turn and are lent: the I/O rank writes from them without copying them out. Waiting above for all but
-  // in_flight - 1 earlier flushes left that slot free (the pending ones hold the other slots). Larger
-  // flushes are copied out batch by batch from the start of the room, once no lent bytes are pending.
-  size_t copies = 0;
-  for (const Staged& b : staged)
-    if (!in_place(b)) copies += b.bytes;
-  const auto slots = static_cast<size_t>(s.options.in_flight);
-  const size_t slot_bytes = (room / slots) & ~size_t{4095};
-  const bool lend = copies > 0 && copies <= slot_bytes;
-  size_t base = 0;
-  if (lend) {
-    base = static_cast<size_t>(s.flushes_lent++ % static_cast<int64_t>(slots)) * slot_bytes;
-  } else if (std::find(s.pending_lent.begin(), s.pending_lent.end(), true) != s.pending_lent.end()) {
-    waiting("timesteps in flight", [&] { s.wait_durable(0); });
+  // turn (write_box put some there already: `ahead`) and are lent: the I/O rank writes from them without
+  // copying them out. Waiting above for all but in_flight - 1 earlier flushes left that slot free (the
+  // pending ones hold the other slots). Larger flushes are copied out batch by batch from the start of the
+  // room, once no lent bytes are pending.
+  size_t ahead = 0, copies = 0;
+  for (const Staged& b : staged) {
+    if (b.ahead)
+      ahead += b.bytes;
+    else if (!in_place(b))
+      copies += b.bytes;
   }
+  const int slot = s.next_slot();
+  const bool lend = ahead + copies > 0 && ahead + copies <= s.slot_bytes();
   std::vector<Piece> batch;
-  size_t at = base;
+  size_t at = 0;
   auto hand_over = [&](Op op) {
     Wire w;
     w.i64(op);
@@ -697,11 +770,29 @@ Result<HandOffReport> IoDataset::Impl::flush() {
     batch.clear();
     at = 0;
   };
+  const auto hand_where_it_lies = [&](const Staged& b, bool lent) {
+    batch.push_back(Piece{b.field, b.time, b.box, b.data - s.buffer, static_cast<int64_t>(b.bytes), lent});
+    (in_place(b) ? report.in_place : report.copied) += static_cast<int64_t>(b.bytes);
+    ++report.pieces;
+  };
+  if (lend) {
+    at = static_cast<size_t>(slot) * s.slot_bytes() + ahead;
+    ++s.flushes_lent;
+  } else {
+    if (ahead > 0) {  // too much for the slot after all: what write_box put there is copied out first
+      for (const Staged& b : staged)
+        if (b.ahead) hand_where_it_lies(b, false);
+      hand_over(kStage);
+      waiting("buffer full", [&] { s.wait_release(); });
+    }
+    if (std::find_if(s.pending_slot.begin(), s.pending_slot.end(), [](int k) { return k >= 0; }) !=
+        s.pending_slot.end())
+      waiting("timesteps in flight", [&] { s.wait_durable(0); });
+  }
+  if (s.slot_owner == this) s.forget_slot();
   for (const Staged& b : staged) {
-    if (in_place(b)) {
-      batch.push_back(Piece{b.field, b.time, b.box, b.data - s.buffer, static_cast<int64_t>(b.bytes)});
-      report.in_place += static_cast<int64_t>(b.bytes);
-      ++report.pieces;
+    if (in_place(b) || b.ahead) {
+      if (in_place(b) || lend) hand_where_it_lies(b, !in_place(b));
       continue;
     }
     const int64_t planes = b.box.extent(axis);
@@ -727,7 +818,7 @@ Result<HandOffReport> IoDataset::Impl::flush() {
   staged.clear();
   hand_over(kFlush);
   ++s.pending_durable;
-  s.pending_lent.push_back(lend);
+  s.pending_slot.push_back(lend ? slot : -1);
   MPI_Request request;
   MPI_Ibarrier(s.compute, &request);  // Collective: every rank's boxes are in its node's buffer
   parallel::wait(request);
@@ -746,7 +837,7 @@ Status IoDataset::close() {
   w.i64(d.key);
   d.io->send_command(w);
   ++d.io->pending_durable;
-  d.io->pending_lent.push_back(false);
+  d.io->pending_slot.push_back(-1);
   d.closed = true;
   d.io->wait_release();
   d.io->wait_durable(0);

@@ -91,6 +91,24 @@ def test_start_io_ranks_checks_its_arguments():
         hzio.start_io_ranks(MPI.COMM_SELF, buffer_bytes=10)
 
 
+@pytest.mark.parametrize("buffer,shared", [(1 << 20, True), (6 << 10, False)],
+                         ids=["slots-hold-a-step", "smaller-than-a-step"])
+def test_two_datasets_through_the_same_io_ranks_keep_their_own_bytes(tmp_path, buffer, shared):
+    # write() copies into the next flush's slot of the node's buffer when it has room; another dataset's
+    # flush, or a shared array taken meanwhile, must move those copies out of the way first.
+    result, describe = _run(4, 4, {"out": str(tmp_path), "buffer_bytes": buffer, "steps": 4, "shared": shared},
+                            script="io_ranks_two")
+    assert result is not None, describe
+    sys.path.insert(0, str(HERE / "mpi_scripts"))
+    from io_ranks_two import values
+    shape = tuple(result["shape"])
+    for name in "ab":
+        with hzio.open(str(tmp_path / f"{name}.idx")) as ds:
+            assert ds.times == [0, 1, 2, 3]
+            for step in range(4):
+                np.testing.assert_array_equal(ds.read(field="t", time=step), values(shape, name, step))
+
+
 def test_a_shared_buffer_larger_than_the_node_can_hold_is_refused_at_start():
     # The buffer's memory is reserved at the start: a compute rank's first copy cannot meet a full /dev/shm
     # (which would end it with SIGBUS). 1 TiB is beyond any test machine's shared memory.
