@@ -411,12 +411,12 @@ struct IoRanks::Impl {
     slot_owner = owner;
     return at;
   }
-  // Moves copies made ahead into the slot out to their dataset's private memory.
+  // Moves copies made ahead into the slot out to their dataset's private memory. On an error (no memory)
+  // some stay in the slot, which then stays theirs.
   Status evict_slot() {
-    Status s;
-    if (evict) s = evict();
+    if (evict) HZIO_RETURN_IF_ERROR(evict());
     forget_slot();
-    return s;
+    return Status::ok();
   }
   void forget_slot() {
     slot_fill = 0;
