@@ -175,12 +175,11 @@ TEST(ParallelWrite, ByteIdenticalToOneProcessForRandomDecompositions) {
 TEST(ParallelWrite, ByteIdenticalToOneProcessWithThreadsPerRank) {
   const Case cases[] = {
       {{37, 21, 13}, "raw", Layout::kHzOrder, 6, 4, size_t{256} << 20, AggregatorPlacement::kLocalized},
-      {{32, 32, 32}, "zip", Layout::kHzOrder, 5, 2, size_t{4} << 10, AggregatorPlacement::kLocalized},
-      {{30, 17, 9}, "lz4", Layout::kRowMajor, 4, 8, size_t{2} << 10, AggregatorPlacement::kUniform},
+      {{30, 17, 9}, "lz4", Layout::kRowMajor, 4, 8, size_t{64} << 10, AggregatorPlacement::kUniform},
   };
   for (size_t i = 0; i < std::size(cases); ++i) {
     Case c = cases[i];
-    c.threads = 3;
+    c.threads = 2;
     run_case(c, 50 + static_cast<int>(i));
   }
 }
