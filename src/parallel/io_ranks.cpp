@@ -399,6 +399,9 @@ struct IoRanks::Impl {
   int next_slot() const { return static_cast<int>(flushes_lent % options.in_flight); }
   std::byte* slot_start(int k) const { return buffer + region_offset + static_cast<size_t>(k) * slot_bytes(); }
   bool slot_free(int k) const { return std::find(pending_slot.begin(), pending_slot.end(), k) == pending_slot.end(); }
+  bool any_slot_lent() const {
+    return std::any_of(pending_slot.begin(), pending_slot.end(), [](int k) { return k >= 0; });
+  }
   // Room for `size` bytes of `owner`'s next flush in the next slot, or null: the slot holds copies of
   // another dataset, is still lent to a pending flush, lies under a batch being copied out, or is full.
   std::byte* slot_room(const void* owner, size_t size) {
@@ -470,8 +473,7 @@ Result<void*> IoRanks::shared_memory(size_t bytes) {
   // The slots move with the room below the new memory: copies made ahead go to private memory, and lent
   // slots must be durable first.
   HZIO_RETURN_IF_ERROR(s.evict_slot());
-  if (std::find_if(s.pending_slot.begin(), s.pending_slot.end(), [](int k) { return k >= 0; }) != s.pending_slot.end())
-    s.wait_durable(0);
+  if (s.any_slot_lent()) s.wait_durable(0);
   s.shared_bytes += rounded;
   return static_cast<void*>(s.buffer + s.region_offset + s.region_bytes - s.shared_bytes);
 }
@@ -785,9 +787,7 @@ Result<HandOffReport> IoDataset::Impl::flush() {
       hand_over(kStage);
       waiting("buffer full", [&] { s.wait_release(); });
     }
-    if (std::find_if(s.pending_slot.begin(), s.pending_slot.end(), [](int k) { return k >= 0; }) !=
-        s.pending_slot.end())
-      waiting("timesteps in flight", [&] { s.wait_durable(0); });
+    if (s.any_slot_lent()) waiting("timesteps in flight", [&] { s.wait_durable(0); });
   }
   if (s.slot_owner == this) s.forget_slot();
   for (const Staged& b : staged) {
