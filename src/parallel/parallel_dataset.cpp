@@ -201,12 +201,7 @@ Status ParallelDataset::Impl::stage(const Box& box, std::string_view field, int6
   Staged s{.field = f, .time = time, .box = box, .data = static_cast<const std::byte*>(data)};
   if (!borrow && size_bytes > 0) {
     util::ScopedSeconds timer(stage_seconds_);  // reported as the next flush's `stage`
-    try {
-      s.copy.reset(size_bytes);
-    } catch (const std::bad_alloc&) {
-      return io_error("out of memory staging a write of " + std::to_string(size_bytes) + " bytes");
-    }
-    std::memcpy(s.copy.data(), data, size_bytes);
+    HZIO_RETURN_IF_ERROR(util::copy_staged(s.copy, data, size_bytes));
     s.data = s.copy.data();
   }
   staged_.push_back(std::move(s));

@@ -3,9 +3,11 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdint>
 #include <mutex>
 #include <new>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -156,6 +158,16 @@ void LargeBuffer::release() noexcept {
     ::operator delete(data_, kSmallAlign);
   data_ = nullptr;
   size_ = capacity_ = 0;
+}
+
+Status copy_staged(LargeBuffer& buffer, const void* data, size_t bytes) {
+  try {
+    buffer.reset(bytes);
+  } catch (const std::bad_alloc&) {
+    return io_error("out of memory staging a write of " + std::to_string(bytes) + " bytes");
+  }
+  if (bytes > 0) std::memcpy(buffer.data(), data, bytes);
+  return Status::ok();
 }
 
 }  // namespace hzio::util

@@ -12,6 +12,8 @@
 
 #include <cstddef>
 
+#include "hzio/status.hpp"
+
 namespace hzio::util {
 
 // The pages fresh mappings ask for. kHuge suits memory used again and again within a process (read
@@ -51,6 +53,10 @@ class LargeBuffer {
   size_t capacity_ = 0;  // bytes mapped or allocated
   Pages pages_ = Pages::kHuge;
 };
+
+// Local. `buffer` replaced by a copy of the `bytes` bytes at `data`, as a write stages a caller's box.
+// Running out of memory is an I/O error naming the size, not an exception.
+Status copy_staged(LargeBuffer& buffer, const void* data, size_t bytes);
 
 // Local, thread-safe. A LargeBuffer's memory without the object, for allocators of standard containers:
 // `bytes` uninitialized bytes (nullptr for 0), given back with large_free and the same `bytes`.
