@@ -577,8 +577,10 @@ Status DataFiles::make_buffer(Pending& p, uint64_t end) {
   if (p.buffer.data() && p.buffer.size() >= needed) return Status::ok();
   try {
     // Appends grow the buffer one payload at a time: by half again at least, so copies stay linear.
+    // Huge pages: a direct write pins every page of its buffer, and 4 KiB pages cost more to pin than
+    // fresh huge pages cost to touch (bench/write_read_bench.py, bench/first_write_bench.py hzio-nocopy).
     util::LargeBuffer grown(static_cast<size_t>(std::max(needed, p.buffer.size() + p.buffer.size() / 2)),
-                            util::Pages::kSmall);
+                            util::Pages::kHuge);
     if (p.buffer.data())
       std::memcpy(grown.data(), p.buffer.data(), std::min<size_t>(p.buffer.size(), p.end - p.buffer_base));
     else if (!p.tail.empty())
