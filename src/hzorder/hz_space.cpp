@@ -94,6 +94,18 @@ SampleGrid HzSpace::grid_in_box(const Box& box, int level) const {
   return g;
 }
 
+namespace {
+
+// The mutex of every space's table caches (hz_cache_, rm_cache_).
+std::mutex& luts_mutex() {
+  static std::mutex mutex;
+  static const bool registered = (util::hold_across_fork(mutex), true);
+  (void)registered;
+  return mutex;
+}
+
+}  // namespace
+
 std::shared_ptr<const HzSpace> HzSpace::shared(const format::Bitmask& bitmask, int bits_per_block) {
   constexpr size_t kKept = 8;
   static std::mutex mutex;
@@ -116,7 +128,7 @@ std::shared_ptr<const HzSpace> HzSpace::shared(const format::Bitmask& bitmask, i
 }
 
 std::shared_ptr<const AxisLuts> HzSpace::hz_luts(int top, int nbits) const {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(luts_mutex());
   auto& slot = hz_cache_[{top, nbits}];
   if (slot) return slot;
   auto luts = std::make_shared<AxisLuts>();
@@ -141,7 +153,7 @@ std::shared_ptr<const AxisLuts> HzSpace::hz_luts(int top, int nbits) const {
 }
 
 std::shared_ptr<const AxisLuts> HzSpace::row_major_luts(const Point& ns) const {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(luts_mutex());
   auto& slot = rm_cache_[ns];
   if (slot) return slot;
   auto luts = std::make_shared<AxisLuts>();

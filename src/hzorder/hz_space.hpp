@@ -91,7 +91,9 @@ class HzSpace {
   // v, the coordinate bits it holds per axis, at [k * kMaxDims + axis][v] (a table lookup instead of a
   // loop over every bit); as many bytes as the bitmask has levels.
   std::vector<std::array<uint64_t, 256>> extract_;
-  mutable std::mutex mutex_;
+  // Guarded by one process-wide mutex (luts_mutex in hz_space.cpp), held across fork(): spaces are shared
+  // by every dataset of the process (shared()), so a child forked while another thread built a table
+  // would otherwise find the mutex locked forever.
   mutable std::map<std::pair<int, int>, std::shared_ptr<const AxisLuts>> hz_cache_;
   mutable std::map<Point, std::shared_ptr<const AxisLuts>> rm_cache_;
 };
