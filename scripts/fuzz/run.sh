@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds every fuzz target (fuzz/*_fuzz.cpp) with clang's libFuzzer, AddressSanitizer and
 # UndefinedBehaviorSanitizer (build/fuzz), and runs each for SECONDS (default 60) from its corpus in
-# fuzz/corpus/<target>, as many targets at once as there are cores. Any crash, sanitizer report, leak or timeout fails the run; the input that
-# caused it is left in build/fuzz/findings/ (add it to fuzz/corpus/<target> once fixed, so that ctest
-# replays it). Prints the executions per target. Called by scripts/bootstrap.sh test;
-# `scripts/fuzz/run.sh 3600` runs an hour per target.
+# fuzz/corpus/<target>, as many targets at once as there are cores. Any crash, sanitizer report, leak or
+# timeout fails the run; the input that caused it is left in build/fuzz/findings/ (add it to
+# fuzz/corpus/<target> once fixed, so that ctest replays it). Prints the executions per target. Called
+# by scripts/bootstrap.sh test; `scripts/fuzz/run.sh 3600` runs an hour per target.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds="${1:-60}"

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <mutex>
 
 #include "util/fork_guard.hpp"
 
