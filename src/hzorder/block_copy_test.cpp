@@ -68,6 +68,44 @@ TEST(BlockCopy, EncodingMatchesHzAddressingForEverySampleSizeAndBitOrder) {
   }
 }
 
+// Arrays of 16 MiB and more are encoded through a tile of the rows each block needs (block_copy.cpp);
+// a box that starts and ends off the block grid checks the tile's origin and extent, and samples of
+// the blocks outside the box must keep what the block held.
+template <class T>
+void check_large_encoding(const char* bitmask, int bpb, const Box& clip) {
+  HzSpace s(format::Bitmask::parse(bitmask).value(), bpb);
+  const Point p2 = s.bitmask().pow2_dims();
+  std::vector<T> src(static_cast<size_t>(p2[0] * p2[1] * p2[2]));
+  ASSERT_GE(src.size() * sizeof(T), size_t{16} << 20) << "too small to take the tiled path";
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<T>(i * 2654435761u + 7);
+  ArrayView view{reinterpret_cast<std::byte*>(src.data()), {{0, 0, 0}, {1, 1, 1}, p2}, sizeof(T)};
+  const uint64_t n = uint64_t{1} << bpb;
+  std::vector<T> block(n);
+  for (uint64_t b = 0; b < s.block_count(); ++b) {
+    std::fill(block.begin(), block.end(), T(-1));
+    for (const hzorder::Run& r : s.block_runs(b, Layout::kHzOrder))
+      copy_run(r, clip, reinterpret_cast<std::byte*>(block.data()), view, Direction::kArrayToBlock);
+    for (uint64_t i = 0; i < n; ++i) {
+      const Point p = s.hz_to_point((b << bpb) + i);
+      bool inside = true;
+      for (int a = 0; a < 3; ++a) inside = inside && p[a] >= clip.lo[a] && p[a] < clip.hi[a];
+      const T want = inside ? src[static_cast<size_t>((p[2] * p2[1] + p[1]) * p2[0] + p[0])] : T(-1);
+      ASSERT_EQ(block[i], want) << bitmask << " block " << b << " sample " << i << " size " << sizeof(T);
+    }
+  }
+}
+
+TEST(BlockCopy, LargeArraysEncodeThroughTilesForWholeAndPartialBoxes) {
+  // 256 x 128 x 128 samples: rows of every level, x stepping 1, 2 and more (untiled) at the coarser ones.
+  const Box all{{0, 0, 0}, {256, 128, 128}};
+  const Box part{{3, 5, 17}, {250, 127, 100}};
+  for (const char* bitmask : {"V0120120120120120120120", "V2102102102102102102100", "V0000000012121212121212"}) {
+    check_large_encoding<uint32_t>(bitmask, 15, all);
+    check_large_encoding<uint32_t>(bitmask, 15, part);
+    check_large_encoding<double>(bitmask, 12, part);
+  }
+}
+
 TEST(BlockCopy, DecodingAtACoarseLevelFillsExactlyTheLevelGrid) {
   HzSpace s(format::Bitmask::parse("V012012012").value(), 4);
   std::mt19937 rng(3);
