@@ -171,7 +171,9 @@ TEST(Dataset, DirectAndPageCacheWritersLeaveIdenticalFiles) {
         ASSERT_EQ(ra, a) << "durable " << durable << " round " << round << " write " << w;
         ASSERT_EQ(rb, b);
         ASSERT_EQ(rc, c);
-        if (w == 2) ASSERT_TRUE(ds->flush().is_ok());  // a commit in between: later writes rebuild files
+        if (w == 2) {  // a commit in between: later writes rebuild files
+          ASSERT_TRUE(ds->flush().is_ok());
+        }
       }
       ASSERT_TRUE(ds->close().is_ok());
     }
@@ -204,7 +206,9 @@ TEST(Dataset, AFailedDirectWriteLeavesTheCommittedDataIntact) {
   if (s.is_ok()) {  // a read meets the failure first: the commit must still refuse the damaged log
     const Status r = ds->read_box({{0, 0, 0}, dims}, -1, "a", 0, out.data(), n * 4);
     testing::clear_fault(*ds);
-    if (r.is_ok()) EXPECT_EQ(out, second);
+    if (r.is_ok()) {
+      EXPECT_EQ(out, second);
+    }
     s = ds->flush();
   }
   testing::clear_fault(*ds);

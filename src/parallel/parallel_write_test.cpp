@@ -103,7 +103,9 @@ void run_case(const Case& c, int index) {
       auto v = sub(vel, c.dims, boxes[i], 3);
       ASSERT_TRUE(ds.value()->write_box(boxes[i], "temp", 0, t.data(), t.size() * 4).is_ok());
       ASSERT_TRUE(ds.value()->write_box(boxes[i], "temp", 1, t1.data(), t1.size() * 4).is_ok());
-      if (i % 3 != 1) ASSERT_TRUE(ds.value()->write_box(boxes[i], "vel", 0, v.data(), v.size() * 2).is_ok());
+      if (i % 3 != 1) {
+        ASSERT_TRUE(ds.value()->write_box(boxes[i], "vel", 0, v.data(), v.size() * 2).is_ok());
+      }
     }
     auto report = ds.value()->flush();
     ASSERT_TRUE(report.is_ok()) << report.status().to_string();
@@ -132,7 +134,9 @@ void run_case(const Case& c, int index) {
       auto v = sub(vel, c.dims, boxes[i], 3);
       ASSERT_TRUE(ds->write_box(boxes[i], "temp", 0, t.data(), t.size() * 4).is_ok());
       ASSERT_TRUE(ds->write_box(boxes[i], "temp", 1, t1.data(), t1.size() * 4).is_ok());
-      if (i % 3 != 1) ASSERT_TRUE(ds->write_box(boxes[i], "vel", 0, v.data(), v.size() * 2).is_ok());
+      if (i % 3 != 1) {
+        ASSERT_TRUE(ds->write_box(boxes[i], "vel", 0, v.data(), v.size() * 2).is_ok());
+      }
     }
     ASSERT_TRUE(ds->close().is_ok());
     namespace fs = std::filesystem;
@@ -155,7 +159,9 @@ void run_case(const Case& c, int index) {
     auto back = Dataset::open(par).value();
     std::vector<float> out(temp.size());
     ASSERT_TRUE(back->read_box({{0, 0, 0}, c.dims}, -1, "temp", 1, out.data(), out.size() * 4).is_ok());
-    if (c.codec.rfind("zfp", 0) != 0) EXPECT_EQ(out, temp1);  // zfp at a precision is lossy
+    if (c.codec.rfind("zfp", 0) != 0) {  // zfp at a precision is lossy
+      EXPECT_EQ(out, temp1);
+    }
   }
   MPI_Barrier(MPI_COMM_WORLD);
 }
@@ -254,7 +260,9 @@ TEST(ParallelWrite, LocalIndexSpaceWritesOneDatasetPerPartition) {
       ASSERT_TRUE(ds.is_ok()) << ds.status().to_string();
       const Box mine{{0, 0, dims[2] * g_rank / g_size}, {dims[0], dims[1], dims[2] * (g_rank + 1) / g_size}};
       auto t = sub(t1, dims, mine, 1);
-      if (!mine.empty()) ASSERT_TRUE(ds.value()->write_box(mine, "temp", 1, t.data(), t.size() * 4).is_ok());
+      if (!mine.empty()) {
+        ASSERT_TRUE(ds.value()->write_box(mine, "temp", 1, t.data(), t.size() * 4).is_ok());
+      }
       ASSERT_TRUE(ds.value()->close().is_ok());
     }
     if (g_rank == 0) {
@@ -328,7 +336,9 @@ void full_disk_case(int partitions) {
   ASSERT_TRUE(ds->write_box(mine, "a", 0, slab.data(), slab.size() * 4).is_ok());
   ASSERT_TRUE(ds->flush().is_ok());
   ASSERT_TRUE(ds->write_box(mine, "a", 1, slab.data(), slab.size() * 4).is_ok());
-  if (g_rank == g_size - 1) ASSERT_TRUE(testing::inject_fault(ds->dataset(), "write", "", 28, 2000).is_ok());
+  if (g_rank == g_size - 1) {
+    ASSERT_TRUE(testing::inject_fault(ds->dataset(), "write", "", 28, 2000).is_ok());
+  }
   auto r = ds->flush();
   testing::clear_fault(ds->dataset());
   ASSERT_FALSE(r.is_ok());
@@ -387,8 +397,12 @@ TEST(ParallelRead, IndependentAndTwoPhaseReadsEqualOneProcessReads) {
       Status s = par->read_box(box, level, "a", 0, got.data(), got.size() * 4, &r, method);
       ASSERT_TRUE(s.is_ok()) << s.to_string();
       EXPECT_EQ(got, want) << "rank " << g_rank << " method " << r.method << " trial " << trial;
-      if (method == ReadMethod::kTwoPhase) EXPECT_EQ(r.method, "two-phase");
-      if (method == ReadMethod::kIndependent) EXPECT_EQ(r.method, "independent");
+      if (method == ReadMethod::kTwoPhase) {
+        EXPECT_EQ(r.method, "two-phase");
+      }
+      if (method == ReadMethod::kIndependent) {
+        EXPECT_EQ(r.method, "independent");
+      }
     }
   }
   ASSERT_TRUE(par->close().is_ok());

@@ -116,7 +116,9 @@ void check_round(const WriteCase& s, const std::vector<int>& round) {
       EXPECT_EQ(item.bulk_at, end) << "records are packed back to back";
       end += static_cast<int64_t>(shape.bulk_bytes(detached));
       EXPECT_EQ(item.data_bytes, detached ? static_cast<int64_t>(shape.samples) : 0);
-      if (detached) EXPECT_EQ(item.data_at % 8, 0);
+      if (detached) {
+        EXPECT_EQ(item.data_at % 8, 0);
+      }
     }
     EXPECT_EQ(p.send_bulk.back(), end);
     EXPECT_GE(p.send_bytes, end);
@@ -140,8 +142,12 @@ void check_round(const WriteCase& s, const std::vector<int>& round) {
     for (const auto& [key, n] : records)
       if (s.plan.chunks[static_cast<size_t>(key.first)].aggregator == r) entries.insert(key.second);
     EXPECT_EQ(std::vector<int64_t>(entries.begin(), entries.end()), p.entries) << "rank " << r;
-    if (p.chunk < 0) EXPECT_TRUE(entries.empty()) << "rank " << r;
-    if (p.chunk >= 0) EXPECT_EQ(s.plan.chunks[static_cast<size_t>(p.chunk)].aggregator, r);
+    if (p.chunk < 0) {
+      EXPECT_TRUE(entries.empty()) << "rank " << r;
+    }
+    if (p.chunk >= 0) {
+      EXPECT_EQ(s.plan.chunks[static_cast<size_t>(p.chunk)].aggregator, r);
+    }
   }
 }
 
