@@ -252,42 +252,64 @@ bool make_plan(const Run& run, const Box& clip, const ArrayView& array, Plan& p)
 int64_t sample_count(const Plan& p) { return (p.hi[0] - p.lo[0]) * (p.hi[1] - p.lo[1]) * (p.hi[2] - p.lo[2]); }
 
 // Encoding from an array too large for the caches gathers each sample from a row of its own, scattered
-// over planes megabytes apart, and waits on memory for most of them. Copying the rows of the part's
-// samples into a dense tile first reads the same lines row by row, sequentially, and the gather then
-// reads the tile from the cache: about 1.5 times faster for a 512^3 float32 array, no slower for smaller
-// ones (bench/hz_kernel_bench.cpp; docs/design/hz-kernels.md "Tiles"). The tile holds whole rows: it is
-// worth it while the samples of a row are at most every second one (kTileMaxStep), and it stays in the
-// L2 cache (kTileBytes). Arrays from kTileArrayBytes on are the ones the caches cannot hold.
-constexpr uint64_t kTileArrayBytes = uint64_t{16} << 20;
-constexpr size_t kTileBytes = size_t{1} << 20;
-constexpr int64_t kTileMaxStep = 2;
-constexpr int64_t kTileMinSamples = 4096;
+// over planes megabytes apart, and waits on memory for most of them. When the block-order walk will run,
+// copying the array rows through the part's samples into a dense row buffer first reads the same lines
+// row by row, sequentially, and the walk then gathers from the buffer in the cache: about 1.5 times
+// faster for a 512^3 float32 array, no slower for smaller ones (bench/hz_kernel_bench.cpp;
+// docs/design/hz-kernels.md "Row buffers"). The buffer holds whole rows: it is worth it while the samples
+// of a row are at most every second one (kRowsMaxStep), and it stays in the L2 cache (kRowsBytes).
+// Arrays from kRowsArrayBytes on are the ones the caches cannot hold.
+constexpr uint64_t kRowsArrayBytes = uint64_t{16} << 20;
+constexpr size_t kRowsBytes = size_t{1} << 20;
+constexpr int64_t kRowsMaxStep = 2;
+constexpr int64_t kRowsMinSamples = 4096;
+static_assert(kRowsBytes < kRowsArrayBytes, "a row buffer must not take the row-buffer path itself");
 
-// The tile of the plan's part: the array's rows (x spacing kept) through the part's samples, from the
-// part's first sample to its last along x. Returns false when tiling does not pay.
-bool tile_grid(const Plan& p, const Run& run, const ArrayView& a, SampleGrid& tile) {
-  if (static_cast<uint64_t>(a.grid.sample_count()) * a.sample_bytes < kTileArrayBytes) return false;
-  if (p.array_step[0] > kTileMaxStep || sample_count(p) < kTileMinSamples) return false;
-  for (int ax = 0; ax < kMaxDims; ++ax) {
-    tile.origin[ax] = run.p0[ax] + p.lo[ax] * run.delta[ax];
-    tile.spacing[ax] = ax == 0 ? a.grid.spacing[0] : run.delta[ax];
-    tile.count[ax] = ax == 0 ? (p.hi[0] - p.lo[0] - 1) * p.array_step[0] + 1 : p.hi[ax] - p.lo[ax];
-  }
-  return static_cast<size_t>(tile.sample_count()) * a.sample_bytes <= kTileBytes;
+bool walk_handles(size_t sample_bytes) {
+  return sample_bytes == 1 || sample_bytes == 2 || sample_bytes == 4 || sample_bytes == 8 || sample_bytes == 12 ||
+         sample_bytes == 16;
 }
 
-// Copies the tile's rows out of the array into `out` (dense, x fastest).
-void fill_tile(const Plan& p, const ArrayView& a, const SampleGrid& tile, std::byte* out) {
+// The grid of the plan's part in a row buffer: the array's rows (x spacing kept) through the part's
+// samples, from the part's first sample to its last along x. Returns false when a buffer does not pay.
+bool rows_grid(const Plan& p, const Run& run, const ArrayView& a, SampleGrid& rows) {
+  if (static_cast<uint64_t>(a.grid.sample_count()) * a.sample_bytes < kRowsArrayBytes) return false;
+  if (p.array_step[0] > kRowsMaxStep || sample_count(p) < kRowsMinSamples) return false;
+  for (int ax = 0; ax < kMaxDims; ++ax) {
+    rows.origin[ax] = run.p0[ax] + p.lo[ax] * run.delta[ax];
+    rows.spacing[ax] = ax == 0 ? a.grid.spacing[0] : run.delta[ax];
+    rows.count[ax] = ax == 0 ? (p.hi[0] - p.lo[0] - 1) * p.array_step[0] + 1 : p.hi[ax] - p.lo[ax];
+  }
+  return static_cast<size_t>(rows.sample_count()) * a.sample_bytes <= kRowsBytes;
+}
+
+// Copies the rows of `rows` out of the array into `out` (dense, x fastest).
+void fill_rows(const Plan& p, const ArrayView& a, const SampleGrid& rows, std::byte* out) {
   const int64_t row = a.grid.count[0], plane = row * a.grid.count[1];
-  const size_t row_bytes = static_cast<size_t>(tile.count[0]) * a.sample_bytes;
-  for (int64_t k = 0; k < tile.count[2]; ++k) {
+  const size_t row_bytes = static_cast<size_t>(rows.count[0]) * a.sample_bytes;
+  for (int64_t k = 0; k < rows.count[2]; ++k) {
     const int64_t az = p.array_start[2] + k * p.array_step[2];
-    for (int64_t j = 0; j < tile.count[1]; ++j, out += row_bytes) {
+    for (int64_t j = 0; j < rows.count[1]; ++j, out += row_bytes) {
       const int64_t ay = p.array_start[1] + j * p.array_step[1];
       std::memcpy(out, a.data + static_cast<size_t>(az * plane + ay * row + p.array_start[0]) * a.sample_bytes,
                   row_bytes);
     }
   }
+}
+
+// Encodes an aligned part of `nbits` index bits through a row buffer, when one pays. The buffer is the
+// calling thread's (pool workers and callers alike), allocated on its first use and kept until it exits.
+bool encode_through_rows(const Run& run, const Box& clip, const Plan& p, int nbits, std::byte* block,
+                         const ArrayView& array) {
+  SampleGrid rows;
+  if (nbits <= 0 || !walk_handles(array.sample_bytes) || !rows_grid(p, run, array, rows)) return false;
+  thread_local std::vector<std::byte> buffer;
+  buffer.resize(kRowsBytes);
+  fill_rows(p, array, rows, buffer.data());
+  const ArrayView view{buffer.data(), rows, array.sample_bytes};
+  Plan q;  // the same part, located in the buffer
+  make_plan(run, clip, view, q);
+  return dispatch_walk<Direction::kArrayToBlock>(run, q, nbits, block, view);
 }
 
 }  // namespace
@@ -296,13 +318,6 @@ int64_t copy_run(const Run& run, const Box& clip, std::byte* block, const ArrayV
   constexpr uint64_t kWalkDecodeBytes = uint64_t{16} << 20;
   Plan p;
   if (!make_plan(run, clip, array, p)) return 0;
-  SampleGrid tile;
-  if (direction == Direction::kArrayToBlock && tile_grid(p, run, array, tile)) {
-    thread_local std::vector<std::byte> tile_bytes;  // one per thread of the pool: no allocation per call
-    tile_bytes.resize(kTileBytes);
-    fill_tile(p, array, tile, tile_bytes.data());
-    return copy_run(run, clip, block, ArrayView{tile_bytes.data(), tile, array.sample_bytes}, direction);
-  }
   // Stores should be sequential and loads scattered: encoding walks the block in index order and
   // gathers from the array; decoding walks the array rows and gathers from the (cache-resident) block.
   // Decoding walks the block too when the array is small enough to stay in the caches while the
@@ -311,6 +326,8 @@ int64_t copy_run(const Run& run, const Box& clip, std::byte* block, const ArrayV
                     static_cast<uint64_t>(array.grid.sample_count()) * array.sample_bytes <= kWalkDecodeBytes;
   if (walk) {
     const int nbits = aligned_part_bits(run, p);
+    if (direction == Direction::kArrayToBlock && encode_through_rows(run, clip, p, nbits, block, array))
+      return sample_count(p);
     if (nbits >= 0 &&
         (direction == Direction::kArrayToBlock ? dispatch_walk<Direction::kArrayToBlock>(run, p, nbits, block, array)
                                                : dispatch_walk<Direction::kBlockToArray>(run, p, nbits, block, array)))

@@ -1,5 +1,5 @@
 // The HZ copy kernel: moves the samples of a block run between the block buffer (HZ or
-// row-major order) and a dense x-fastest array. Layer: hzorder. Hot path; no allocation.
+// row-major order) and a dense x-fastest array. Layer: hzorder. Hot path; no allocation per call.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +22,8 @@ enum class Direction { kArrayToBlock, kBlockToArray };
 // between `block` (indexed by run.first + lut) and `array`. The array grid must contain those points:
 // its spacing divides run.delta and its origin lies on the run's grid (true for a read at a level at
 // least the run's, and for any write at full resolution). Returns the number of samples copied.
+// Encoding from an array of 16 MiB or more may go through a 1 MiB row buffer that the calling thread
+// allocates on first use and keeps until it exits (docs/design/hz-kernels.md "Row buffers").
 int64_t copy_run(const Run& run, const Box& clip, std::byte* block, const ArrayView& array, Direction direction);
 
 // Local, thread-safe for disjoint outputs. The same copy as copy_run, walking the block in index order

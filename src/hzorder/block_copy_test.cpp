@@ -68,42 +68,57 @@ TEST(BlockCopy, EncodingMatchesHzAddressingForEverySampleSizeAndBitOrder) {
   }
 }
 
-// Arrays of 16 MiB and more are encoded through a tile of the rows each block needs (block_copy.cpp);
-// a box that starts and ends off the block grid checks the tile's origin and extent, and samples of
-// the blocks outside the box must keep what the block held.
+// Arrays of 16 MiB and more are encoded through a row buffer (block_copy.cpp "encode_through_rows"). A
+// box that starts and ends off the block grid checks the buffer's origin and extent, samples of the
+// blocks outside the box must keep what the block held, and the array may be the whole space (origin 0)
+// or exactly the box (its origin at the box's corner, as the writers pass it).
 template <class T>
-void check_large_encoding(const char* bitmask, int bpb, const Box& clip) {
+void check_large_encoding(const char* bitmask, int bpb, const Box& clip, bool array_is_box) {
   HzSpace s(format::Bitmask::parse(bitmask).value(), bpb);
   const Point p2 = s.bitmask().pow2_dims();
-  std::vector<T> src(static_cast<size_t>(p2[0] * p2[1] * p2[2]));
-  ASSERT_GE(src.size() * sizeof(T), size_t{16} << 20) << "too small to take the tiled path";
-  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<T>(i * 2654435761u + 7);
-  ArrayView view{reinterpret_cast<std::byte*>(src.data()), {{0, 0, 0}, {1, 1, 1}, p2}, sizeof(T)};
-  const uint64_t n = uint64_t{1} << bpb;
-  std::vector<T> block(n);
+  const Box held = array_is_box ? clip : Box{{0, 0, 0}, p2};
+  const Point n{held.extent(0), held.extent(1), held.extent(2)};
+  auto value = [](const Point& p) { return static_cast<T>(((p[2] * 1024 + p[1]) * 1024 + p[0]) * 2654435761u + 7); };
+  std::vector<T> src(static_cast<size_t>(n[0] * n[1] * n[2]));
+  ASSERT_GE(src.size() * sizeof(T), size_t{16} << 20) << "too small to take the row-buffer path";
+  for (int64_t z = 0; z < n[2]; ++z)
+    for (int64_t y = 0; y < n[1]; ++y)
+      for (int64_t x = 0; x < n[0]; ++x)
+        src[static_cast<size_t>((z * n[1] + y) * n[0] + x)] = value({held.lo[0] + x, held.lo[1] + y, held.lo[2] + z});
+  ArrayView view{reinterpret_cast<std::byte*>(src.data()), {held.lo, {1, 1, 1}, n}, sizeof(T)};
+  const uint64_t per_block = uint64_t{1} << bpb;
+  std::vector<T> block(per_block);
+  int64_t copied = 0;
   for (uint64_t b = 0; b < s.block_count(); ++b) {
     std::fill(block.begin(), block.end(), T(-1));
     for (const hzorder::Run& r : s.block_runs(b, Layout::kHzOrder))
-      copy_run(r, clip, reinterpret_cast<std::byte*>(block.data()), view, Direction::kArrayToBlock);
-    for (uint64_t i = 0; i < n; ++i) {
+      copied += copy_run(r, clip, reinterpret_cast<std::byte*>(block.data()), view, Direction::kArrayToBlock);
+    for (uint64_t i = 0; i < per_block; ++i) {
       const Point p = s.hz_to_point((b << bpb) + i);
       bool inside = true;
       for (int a = 0; a < 3; ++a) inside = inside && p[a] >= clip.lo[a] && p[a] < clip.hi[a];
-      const T want = inside ? src[static_cast<size_t>((p[2] * p2[1] + p[1]) * p2[0] + p[0])] : T(-1);
-      ASSERT_EQ(block[i], want) << bitmask << " block " << b << " sample " << i << " size " << sizeof(T);
+      ASSERT_EQ(block[i], inside ? value(p) : T(-1))
+          << bitmask << " block " << b << " sample " << i << " size " << sizeof(T) << " array is box " << array_is_box;
     }
   }
+  EXPECT_EQ(copied, clip.sample_count()) << bitmask;
 }
 
-TEST(BlockCopy, LargeArraysEncodeThroughTilesForWholeAndPartialBoxes) {
-  // 256 x 128 x 128 samples: rows of every level, x stepping 1, 2 and more (untiled) at the coarser ones.
-  const Box all{{0, 0, 0}, {256, 128, 128}};
-  const Box part{{3, 5, 17}, {250, 127, 100}};
-  for (const char* bitmask : {"V0120120120120120120120", "V2102102102102102102100", "V0000000012121212121212"}) {
-    check_large_encoding<uint32_t>(bitmask, 15, all);
-    check_large_encoding<uint32_t>(bitmask, 15, part);
-    check_large_encoding<double>(bitmask, 12, part);
+TEST(BlockCopy, LargeArraysEncodeThroughRowBuffersForWholeAndPartialBoxes) {
+  // 2^22 samples. The finest levels step along x by 1 or 2 (row buffers), coarser ones further (no buffer);
+  // the bit orders put x at index bit 0 (x first), 1 (x second) or elsewhere of the finest runs.
+  for (const char* bitmask : {"V0120120120120120120120", "V2102102102102102102100", "V0000000012121212121212",
+                              "V1201201201201201201201", "V2012012012012012012012"}) {
+    HzSpace s(format::Bitmask::parse(bitmask).value(), 15);
+    const Point p2 = s.bitmask().pow2_dims();
+    const Box all{{0, 0, 0}, p2};
+    const Box part{{3, 5, 17}, {p2[0] - 6, p2[1] - 1, p2[2] - 28}};
+    check_large_encoding<uint32_t>(bitmask, 15, all, false);
+    check_large_encoding<uint32_t>(bitmask, 15, part, false);
+    check_large_encoding<double>(bitmask, 12, part, true);
   }
+  const Box all{{0, 0, 0}, {256, 256, 128}};  // 2-byte samples need 2^23 of them for 16 MiB
+  check_large_encoding<uint16_t>("V01201201201201201201201", 15, all, false);
 }
 
 TEST(BlockCopy, DecodingAtACoarseLevelFillsExactlyTheLevelGrid) {
