@@ -62,13 +62,13 @@ def dump_timestep(ds, fields, time):
         ``slot``, ``block``, ``level``, ``present``, ``offset``, ``size``, ``codec`` (name from the flags
         low nibble) and ``layout``.
     """
-    order = list(ds.fields)
+    order = {name: i for i, name in enumerate(ds.fields)}
     files = {}
     present, absent, _ = ds._core.file_census(time, 0)
     # Absent files are listed (with their entries) only while they are few: a .idx may declare millions.
     existing_only = len(present) + absent > _LISTED_FILES
     for field in fields:
-        first_entry = order.index(field) * ds.blocks_per_file
+        first_entry = order[field] * ds.blocks_per_file
         for row in ds.blocks(field=field, time=time, existing_files_only=existing_only):
             files.setdefault(str(row["file"]), []).append(_entry(field, row, first_entry))
     return {"time": time, "files": [_file(path, entries) for path, entries in files.items()],

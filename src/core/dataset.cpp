@@ -30,6 +30,7 @@ Dataset::Impl::Impl(std::string path, format::IdxFile idx, const OpenOptions& op
       results_(std::min(options.read_cache_bytes / core::ResultCache::kEntries, core::ResultCache::kLargest)),
       pool_owner_(util::ThreadPool::acquire(options.threads)),
       pool_(*pool_owner_) {
+  for (size_t i = 0; i < idx_.fields.size(); ++i) field_by_name_.emplace(idx_.fields[i].name, static_cast<int>(i));
   space_ = hzorder::HzSpace::shared(idx_.bitmask, idx_.bits_per_block);
   pending_ = core::WriteTally(idx_.bitmask.max_level());
   files_ = std::make_unique<core::DataFiles>(&idx_, dir_, options_.durable, format::sub_block_bits_of(idx_).value_or(0),
@@ -50,7 +51,11 @@ Status Dataset::Impl::init_fields() {
 
 Status Dataset::Impl::check_field_time(std::string_view field, int64_t time, bool for_write, int& index) const {
   if (closed_) return invalid_argument("dataset " + path_ + " is closed");
-  index = field.empty() ? 0 : idx_.field_index(field);
+  index = 0;
+  if (!field.empty()) {
+    const auto it = field_by_name_.find(field);
+    index = it == field_by_name_.end() ? -1 : it->second;
+  }
   if (index < 0) return not_found("dataset " + path_ + " has no field '" + std::string(field) + "'");
   const bool templated = idx_.time.declared && !idx_.time.template_text.empty();
   if (for_write) {

@@ -108,6 +108,9 @@ class Dataset::Impl {
   std::string path_;
   std::string dir_;
   format::IdxFile idx_;
+  // Field name -> index in idx_.fields (whose fields never change once open), so that a call naming a field
+  // costs log(fields) and not a scan of up to 65,536 names: `hzio dump` of every field was quadratic.
+  std::map<std::string, int, std::less<>> field_by_name_;
   std::shared_ptr<const hzorder::HzSpace> space_;  // hzorder::HzSpace::shared
   std::vector<FieldSpec> field_specs_;
   std::vector<core::FieldCoding> coding_;
