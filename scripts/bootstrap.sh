@@ -4,7 +4,7 @@
 #   scripts/bootstrap.sh test   the same setup, then the C++ (ctest), C, Fortran, Python and MPI test suites,
 #                               programs built against the installed package and the wheel in a fresh venv
 #                               (tests/install/), the C++, C and MPI suites again under ASan + UBSan
-#                               (scripts/sanitizers/), and every fuzz target under libFuzzer for 60 s (scripts/fuzz/)
+#                               (scripts/sanitizers/), and every fuzz target under libFuzzer for 45 s (scripts/fuzz/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-test}"
@@ -79,8 +79,8 @@ case "$what" in
     .venv/bin/python -m pytest -q -p no:cacheprovider tests/python
     echo "== C++, C and MPI tests under AddressSanitizer and UndefinedBehaviorSanitizer"
     bash scripts/sanitizers/run.sh
-    echo "== fuzzing: every fuzz target under libFuzzer, ASan and UBSan, 60 s each"
-    bash scripts/fuzz/run.sh 60
+    echo "== fuzzing: every fuzz target under libFuzzer, ASan and UBSan, 45 s each"
+    bash scripts/fuzz/run.sh 45
     ;;
   *)
     echo "usage: scripts/bootstrap.sh demo|test" >&2; exit 2
