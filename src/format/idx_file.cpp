@@ -378,13 +378,6 @@ std::string IdxFile::to_text() const {
   return out;
 }
 
-int IdxFile::field_index(std::string_view name) const {
-  for (size_t i = 0; i < fields.size(); ++i) {
-    if (fields[i].name == name) return static_cast<int>(i);
-  }
-  return -1;
-}
-
 const std::string* IdxFile::find_extra(std::string_view key) const {
   const std::string line = "(" + std::string(key) + ")";
   for (const auto& [k, v] : extra) {

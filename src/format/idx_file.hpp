@@ -86,7 +86,6 @@ struct IdxFile {
 
   int64_t total_blocks() const { return int64_t{1} << (bitmask.max_level() - bits_per_block); }
   int64_t samples_per_block() const { return int64_t{1} << bits_per_block; }
-  int field_index(std::string_view name) const;  // -1 if absent
   const std::string* find_extra(std::string_view key) const;
   // Sets "(key)"; set_extra_line keeps a key line exactly as read.
   void set_extra(std::string key, std::string value);

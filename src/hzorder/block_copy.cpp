@@ -265,6 +265,7 @@ constexpr int64_t kRowsMaxStep = 2;
 constexpr int64_t kRowsMinSamples = 4096;
 static_assert(kRowsBytes < kRowsArrayBytes, "a row buffer must not take the row-buffer path itself");
 
+// The sample sizes dispatch_walk instantiates the walk for.
 bool walk_handles(size_t sample_bytes) {
   return sample_bytes == 1 || sample_bytes == 2 || sample_bytes == 4 || sample_bytes == 8 || sample_bytes == 12 ||
          sample_bytes == 16;
