@@ -159,7 +159,9 @@ class Dataset {
   // Local. Finds the samples of levels 0..level inside `box` whose `component` lies in [lo, hi], reading
   // only blocks whose statistics meet the range (blocks without statistics are read). With want_mask,
   // fills result->mask over level_grid(box, level) instead of points and values.
-  // Errors: as read_box; kInvalidArgument for a bad component or lo > hi.
+  // Errors: as read_box; kInvalidArgument for a bad component or lo > hi; kIo ("out of memory: ...") when
+  // the matches would take more than half the smaller of physical memory and the address-space limit
+  // (a mask, whose size the box and level decide, is not bounded).
   Status query(const Box& box, int level, std::string_view field, int64_t time, double lo, double hi, int component,
                bool want_mask, QueryResult* result);
 

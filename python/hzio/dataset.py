@@ -474,6 +474,13 @@ class Dataset:
             C order; ``values`` holds the matching samples (``(n, ncomp)`` for vector fields).
             ``last_read_report`` (a :class:`~hzio.QueryReport`) tells blocks read and skipped and bytes read.
 
+        Raises
+        ------
+        hzio.IoError
+            "out of memory: the query matches more than N samples ...": the matches would take more than
+            half the smaller of physical memory and the address-space limit. A smaller box, a coarser
+            level or ``mask=True`` answers.
+
         Examples
         --------
         >>> coords, values = ds.query("temperature", 1500, 2000)          # doctest: +SKIP

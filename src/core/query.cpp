@@ -1,6 +1,7 @@
 // Value-range queries: block statistics rule blocks out, candidate blocks (or only their matching
 // parts) are read and scanned (docs/design/read-path.md "Queries").
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <mutex>
@@ -12,6 +13,7 @@
 #include "core/dataset_impl.hpp"
 #include "core/read_ahead.hpp"
 #include "hzorder/block_copy.hpp"
+#include "util/large_buffer.hpp"
 
 namespace hzio {
 namespace {
@@ -163,6 +165,19 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
   const GridIndex grid_index(grid);
   const std::vector<uint64_t> blocks = d.space_->blocks_of_box(box, 0, level);
   std::vector<Hits> hits(blocks.size());
+  // The matches' memory is decided by the data, not the request: a dataset of missing blocks whose
+  // default value is in range matches every sample. Past the budget the scan stops and the query fails
+  // naming the size, instead of growing until the kernel ends the process. A match costs its grid index
+  // and value while scanning, a pair while merging, and its point and value in the result.
+  const uint64_t match_bytes = 2 * sb + 48;
+  const uint64_t max_matches = want_mask ? UINT64_MAX : util::answer_budget_bytes() / match_bytes;
+  std::atomic<uint64_t> matched{0};
+  std::atomic<bool> over_budget{false};
+  const auto admit = [&](size_t n) {  // false once the matches found so far exceed the budget
+    if (matched.fetch_add(n, std::memory_order_relaxed) + n <= max_matches) return true;
+    over_budget.store(true, std::memory_order_relaxed);
+    return false;
+  };
   std::mutex mutex;
   Status first_error;
   std::atomic<int64_t> skipped{0};
@@ -252,6 +267,7 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
     Plan& plan = plans[i];
     ReadReport& mine = plan.io;
     Status s = plan.status;
+    if (over_budget.load(std::memory_order_relaxed)) return;
     thread_local std::vector<std::byte> scratch, buffer;
     thread_local std::vector<uint64_t> found;
     Layout layout = fc.layout;
@@ -319,6 +335,7 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
       for (const auto& [a, e] : ranges) {
         found.clear();
         find(data, sb, offset, a, e, lo, hi, found);
+        if (!admit(found.size())) break;
         if (fast) {
           for (const uint64_t idx : found) record(idx, (*fast)(first, idx));
           continue;
@@ -334,6 +351,7 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
       }
     } else if (s.is_ok() && !ranges.empty()) {
       for (const Run& r : d.space_->block_runs(b, layout)) {
+        if (over_budget.load(std::memory_order_relaxed)) break;
         Point rlo, rhi;
         if (!hzorder::run_range_in_box(r, box, rlo, rhi)) continue;
         for (int64_t z = rlo[2]; z < rhi[2]; ++z)
@@ -348,7 +366,7 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
               if (!scanned) continue;
               found.clear();
               find(data, sb, offset, idx, idx + 1, lo, hi, found);  // the one sample
-              if (!found.empty()) record(idx, lin);
+              if (!found.empty() && admit(1)) record(idx, lin);
             }
       }
     }
@@ -360,6 +378,15 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
     if (!s.is_ok() && first_error.is_ok()) first_error = s;
   });
   HZIO_RETURN_IF_ERROR(first_error);
+  if (over_budget) {
+    *result = QueryResult{};
+    return io_error("out of memory: the query matches more than " + std::to_string(max_matches) +
+                    " samples, an answer of more than " + std::to_string(max_matches * match_bytes) +
+                    " bytes while it is made, over this process's budget of " +
+                    std::to_string(util::answer_budget_bytes()) +
+                    " bytes (half the smaller of physical memory and the address-space limit); query a smaller "
+                    "box or a coarser level, or ask for a mask");
+  }
   result->report = io;
   result->blocks_skipped = skipped;
   if (want_mask) return Status::ok();  // filled by the scan

@@ -64,4 +64,10 @@ Status copy_staged(LargeBuffer& buffer, const void* data, size_t bytes);
 std::byte* large_allocate(size_t bytes);
 void large_free(std::byte* data, size_t bytes) noexcept;
 
+// Local. What one answer whose size the data decides, not the request (a value-range query's matches),
+// may take: half the smaller of the machine's physical memory and the process's address-space limit
+// (RLIMIT_AS). Past it such an answer fails with an error naming its size, before the kernel's
+// out-of-memory killer would end the process.
+size_t answer_budget_bytes();
+
 }  // namespace hzio::util

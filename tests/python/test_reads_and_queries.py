@@ -17,9 +17,12 @@ codecs and layouts) and partly written, so some blocks and some data files never
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import resource
+import subprocess
+import sys
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
@@ -679,6 +682,45 @@ def test_default_value_of_missing_blocks_matches_only_their_range(tmp_path, rng)
     assert not blocks_of(w, "f0")["present"].all(), "the dataset needs missing blocks"
     _query_matches_numpy(w, "f0", DEFAULT, DEFAULT, full_box(w.shape), he.max_level(w.bitmask))
     _query_matches_numpy(w, "f0", DEFAULT + 0.5, 1e9, full_box(w.shape), he.max_level(w.bitmask))
+
+
+QUERY_UNDER_A_LIMIT = r"""
+import json, resource, sys
+import hzio
+import numpy as np
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+out = {}
+with hzio.open(sys.argv[1]) as ds:
+    try:
+        ds.query("f", -1, 1)
+        out["whole"] = "answered"
+    except hzio.IoError as e:
+        out["whole"] = str(e)
+    coords, values = ds.query("f", -1, 1, box=((0, 0, 0), (64, 256, 256)))
+    want = np.argwhere(np.ones((64, 256, 256), bool))
+    out["slab"] = bool(np.array_equal(coords, want)) and bool((values == 0).all())
+    mask = ds.query("f", -1, 1, mask=True)
+    out["mask"] = [list(mask.shape), bool(mask.all())]
+print(json.dumps(out))
+"""
+
+
+def test_a_query_matching_more_than_memory_fails_naming_its_size(tmp_path):
+    """What a query returns is decided by the data: a dataset never written, whose default value 0 is in
+    range, matches all its 2^25 samples. Under a 3 GiB address-space limit (a budget of half of it,
+    docs/design/read-path.md "Queries") the whole query fails with an out-of-memory error naming the
+    count, instead of growing until the kernel ends the process; a slab within the budget and a mask of
+    the whole answer, checked against NumPy."""
+    path = tmp_path / "never.idx"
+    hzio.create(str(path), shape=(512, 256, 256), fields={"f": "float32"}).close()
+    proc = subprocess.run([sys.executable, "-c", QUERY_UNDER_A_LIMIT, str(path)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    assert out["whole"].startswith("out of memory: the query matches more than "), out
+    assert "smaller box" in out["whole"] and "mask" in out["whole"], out
+    assert out["slab"] is True
+    assert out["mask"] == [[512, 256, 256], True]
 
 
 def test_query_skips_blocks_away_from_a_sphere_front(tmp_path, rng):
