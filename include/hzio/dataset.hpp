@@ -87,7 +87,8 @@ void read_memory_free(void* data, size_t bytes) noexcept;
 
 // An allocator over read_memory_allocate, for large results held in standard containers
 // (QueryResult::mask): a result as large as an earlier one that was freed reuses its memory, without
-// the kernel's page faults and zeroing of fresh memory, which cost more than filling it.
+// the kernel's page faults and zeroing of fresh memory, which cost more than filling it. Its members are
+// Local and thread-safe.
 template <class T>
 struct ReadAllocator {
   using value_type = T;
@@ -177,7 +178,7 @@ class Dataset {
     int64_t missing = 0;
     std::vector<std::string> first_missing;
   };
-  Result<FileCensus> file_census(int64_t time, size_t list_missing) const;
+  Result<FileCensus> file_census(int64_t time, size_t list_missing) const;  // Local, as above
   // Local. The first block of every data file (each names one file per timestep), ascending.
   std::vector<int64_t> file_first_blocks() const;
   // Local. The path (a URL for a dataset on a web server) of the data file that holds `block` at `time`,
@@ -189,6 +190,7 @@ class Dataset {
   // (hzio stats) key, or without the key parts of 4096 samples. Returns the number of blocks indexed.
   // Errors: kCorrupt, kIo, kInvalidArgument (sub-block bits out of range).
   static constexpr int kDatasetSubBlockBits = -1;
+  // Local, as above.
   Result<int64_t> index_file(int64_t time, int64_t first_block, int sub_block_bits = kDatasetSubBlockBits);
 
   // Local. The files that writers which did not finish a commit left: `*.log.<pid>`, `*.tmp.<pid>`,
@@ -232,7 +234,9 @@ class ProgressiveRead {
   // Local. `levels` ascending, each in [0, max_level]. The dataset must outlive this object.
   static Result<std::unique_ptr<ProgressiveRead>> start(Dataset& dataset, const Box& box, std::string_view field,
                                                         int64_t time, std::vector<int> levels);
+  // Local.
   ~ProgressiveRead();
+  // Local. Whether every level was read.
   bool done() const;
   // Local. The next level and its grid.
   int next_level() const;

@@ -54,7 +54,7 @@ typedef struct hzio_open_options {
   int64_t read_cache_bytes; /* raw block bytes small reads keep for the reads that follow; 0: 8 MiB, < 0: none */
 } hzio_open_options;
 
-/* The message of the last failed call on this thread ("" if none). Valid until the next call. */
+/* Local. The message of the last failed call on this thread ("" if none). Valid until the next call. */
 const char* hzio_last_error(void);
 
 /* Local. Creates a dataset; *out receives a handle to free with hzio_dataset_close. */

@@ -46,7 +46,7 @@ struct MosaicGeometry {
   std::vector<Box> boxes;
   std::string part_bitmask;
 };
-Result<MosaicGeometry> check_mosaic(const Mosaic& mosaic);
+Result<MosaicGeometry> check_mosaic(const Mosaic& mosaic);  // Local, pure: as above
 
 // Local, pure. The .midx of a dataset created as `path`: "a/sim.idx" and "a/sim.midx" give "a/sim.midx".
 std::string mosaic_path(const std::string& path);

@@ -24,7 +24,8 @@ enum class ErrorCode {
 // Local. The name of an error code, e.g. "corrupt".
 const char* error_code_name(ErrorCode code);
 
-// A success or an error code with a message that names the file and the reason. Cheap to move.
+// A success or an error code with a message that names the file and the reason. Cheap to move. Its
+// members are Local.
 class Status {
  public:
   Status() = default;
@@ -42,6 +43,7 @@ class Status {
   std::string message_;
 };
 
+// Local. An error Status of each code, with `message`.
 Status invalid_argument(std::string message);
 Status not_found(std::string message);
 Status format_error(std::string message);
@@ -50,7 +52,8 @@ Status io_error(std::string message);
 Status unsupported(std::string message);
 Status internal_error(std::string message);
 
-// A value or an error Status. value() on an error is a bug (asserted in debug builds).
+// A value or an error Status. value() on an error is a bug (asserted in debug builds). Its members are
+// Local.
 template <class T>
 class Result {
  public:

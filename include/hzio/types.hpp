@@ -17,7 +17,7 @@ inline constexpr int kMaxDims = 3;
 
 using Point = std::array<int64_t, kMaxDims>;
 
-// A half-open box [lo, hi) in sample coordinates, x first. Unused axes are [0, 1).
+// A half-open box [lo, hi) in sample coordinates, x first. Unused axes are [0, 1). Its members are Local.
 struct Box {
   Point lo{0, 0, 0};
   Point hi{1, 1, 1};
@@ -33,7 +33,8 @@ struct Box {
 // The scalar kinds of a field's samples, spelled in the .idx text as int8 ... float64.
 enum class Scalar : uint8_t { kInt8, kUint8, kInt16, kUint16, kInt32, kUint32, kInt64, kUint64, kFloat32, kFloat64 };
 
-// A sample type: a scalar and a component count (1 for scalars, 3 for `float32[3]`).
+// A sample type: a scalar and a component count (1 for scalars, 3 for `float32[3]`). Its members are
+// Local.
 struct DType {
   Scalar scalar = Scalar::kUint8;
   int components = 1;
@@ -57,7 +58,7 @@ inline constexpr uint32_t kBlockFlagCodecMask = 0x0F;
 inline constexpr uint32_t kBlockFlagRowMajor = 0x10;
 
 // The samples of one resolution level inside a box: origin + i * spacing for 0 <= i < count, x first.
-// Arrays that hold such a grid are x-fastest (C order [z][y][x]).
+// Arrays that hold such a grid are x-fastest (C order [z][y][x]). Its members are Local.
 struct SampleGrid {
   Point origin{0, 0, 0};
   Point spacing{1, 1, 1};

@@ -46,7 +46,8 @@ class FlushReport:
     """What a compute rank's ``flush()`` did: ``waited`` seconds for the I/O side and why (``"buffer full"``,
     ``"timesteps in flight"`` or ``""``), ``copied`` bytes into the node's buffer in ``pieces`` slabs,
     ``seconds`` in all; ``in_place`` bytes were handed over where they lay (arrays of
-    :meth:`IoRanks.shared_array` written with ``copy=False``), without a copy."""
+    :meth:`IoRanks.shared_array` written with ``copy=False``), without a copy. Read like a dict
+    (``report["waited"]``, ``keys()``); its methods are Local."""
 
     seconds: float = 0.0
     waited: float = 0.0
