@@ -156,7 +156,8 @@ def one_write(args, comm, io, np, hzio, a, offset, index):
     else:
         through = {"io": io} if io is not None else {}
         ds = hzio.create(os.path.join(folder, "ds.idx"), shape=(n, n, n), fields={"f": "float32"}, codec="raw",
-                         overwrite=True, durable=True, comm=comm, **through)
+                         overwrite=True, durable=True, comm=comm, blocks_per_file=args.blocks_per_file or None,
+                         **through)
         marks["create"] = time.perf_counter() - t0
         ds.write(a, offset=offset, field="f", copy=args.case != "hzio-nocopy")
         marks["write"] = time.perf_counter() - t0
@@ -204,7 +205,7 @@ def run_once(args, case, idle):
     ranks = args.ranks + (1 if case == "hzio-io" else 0)
     cmd = ["mpiexec", "-n", str(ranks), sys.executable, os.path.abspath(__file__), "--child", case,
            "--size", str(args.size), "--writes", str(args.writes), "--dir", args.dir,
-           "--sample-ms", str(args.sample_ms)]
+           "--sample-ms", str(args.sample_ms), "--blocks-per-file", str(args.blocks_per_file)]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise SystemExit(f"FAIL: {' '.join(cmd)} exited with {out.returncode}:\n{out.stderr[-2000:]}")
@@ -295,6 +296,8 @@ def main():
     ap.add_argument("--idle", default="0,40", help="seconds to wait before each run, comma-separated (default 0,40)")
     ap.add_argument("--writes", type=int, default=2,
                     help="writes per fresh run: the first, then later ones in the same processes (default 2)")
+    ap.add_argument("--blocks-per-file", type=int, default=0,
+                    help="the dataset's blocks per data file (default 0: hzio's default, files of 128 MiB)")
     ap.add_argument("--sample-ms", type=float, default=2.0, help="disk sampling period (default 2 ms)")
     ap.add_argument("--dir", default=os.path.join(REPO_ROOT, "build", "bench_tmp", "first_write"))
     ap.add_argument("--json", default=os.path.join(HERE, "results", "first_write.json"))
