@@ -335,19 +335,24 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
       for (const auto& [a, e] : ranges) {
         found.clear();
         find(data, sb, offset, a, e, lo, hi, found);
-        if (!admit(found.size())) break;
         if (fast) {
+          if (!admit(found.size())) break;
           for (const uint64_t idx : found) record(idx, (*fast)(first, idx));
           continue;
         }
+        size_t kept = 0;  // the matches inside the box and levels: counted once recorded (one range's worth)
         for (const uint64_t idx : found) {
           if (hzorder::HzSpace::level_of(base + idx) > level) continue;  // block 0 holds levels 0 to bpb
           const Point p = d.space_->hz_to_point(base + idx);
           bool inside = true;
           for (int a = 0; a < kMaxDims; ++a) inside &= p[a] >= box.lo[a] && p[a] < box.hi[a];
           const int64_t lin = inside ? grid_index(p) : -1;
-          if (lin >= 0) record(idx, lin);
+          if (lin >= 0) {
+            record(idx, lin);
+            ++kept;
+          }
         }
+        if (!admit(kept)) break;
       }
     } else if (s.is_ok() && !ranges.empty()) {
       for (const Run& r : d.space_->block_runs(b, layout)) {
