@@ -121,7 +121,7 @@ class Dataset {
                                                  const OpenOptions& open_options = {});
   // Local. Opens an existing dataset. Errors: kNotFound, kFormat, kUnsupported, kIo.
   static Result<std::unique_ptr<Dataset>> open(const std::string& path, const OpenOptions& options = {});
-  // Commits pending writes (errors are lost: call close() to see them).
+  // Local. Commits pending writes (errors are lost: call close() to see them).
   ~Dataset();
 
   // Metadata, Local.
@@ -133,7 +133,7 @@ class Dataset {
   std::vector<int64_t> times() const;
   int max_level() const;
   const std::string& bitmask() const;
-  // The .idx's physical placement, as written there ("" when absent): "(physic_box)", per axis x first
+  // Local. The .idx's physical placement, as written there ("" when absent): "(physic_box)", per axis x first
   // "lo hi" floats onto which the logical box maps, or "(logic_to_physic)", a row-major (ndim+1)^2 matrix.
   const std::string& physic_box() const;
   const std::string& logic_to_physic() const;
@@ -256,8 +256,8 @@ class ProgressiveRead {
 // 2 MiB and more are kept for reuse when freed (up to 1 GiB and 16 buffers per process, shared with
 // hzio's own scratch memory, released to the kernel lazily under memory pressure), so that repeated
 // large reads skip the kernel's zeroing of fresh pages, a large share of a warm read's CPU time
-// (bench/read_bench.py measures warm reads). Local; constructing and destroying are thread-safe. Throws
-// std::bad_alloc.
+// (bench/read_bench.py measures warm reads). Its members are Local; constructing and destroying are
+// thread-safe. Throws std::bad_alloc.
 class ReadBuffer {
  public:
   explicit ReadBuffer(size_t bytes);

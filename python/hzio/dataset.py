@@ -169,7 +169,7 @@ class Dataset:
         return name in self._fields
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        """The first field, read whole (see :meth:`hzio.Field.__array__` for the size limit)."""
+        """Local. The first field, read whole (see :meth:`hzio.Field.__array__` for the size limit)."""
         return self._first().__array__(dtype, copy)
 
     @property
@@ -478,8 +478,8 @@ class Dataset:
         ------
         hzio.IoError
             "out of memory: the query matches more than N samples ...": the matches would take more than
-            half the smaller of physical memory and the address-space limit. A smaller box, a coarser
-            level or ``mask=True`` answers.
+            half the smaller of physical memory and the address-space limit. Query a smaller box or a
+            coarser level, or ask for ``mask=True`` (one byte per sample of the box at the level).
 
         Examples
         --------

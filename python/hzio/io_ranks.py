@@ -215,9 +215,11 @@ class IoDataset:
             self._borrowed.clear()
 
     def __enter__(self) -> IoDataset:
+        """Local. The dataset itself, for a ``with`` block."""
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
+        """Collective over the compute ranks: :meth:`close` when the block ends without an exception."""
         if exc_type is None:
             self.close()
         return False

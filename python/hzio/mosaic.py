@@ -66,7 +66,8 @@ def _grid(lo, hi, spacing):
 
 
 class MosaicDataset:
-    """A ``.midx`` mosaic of partition datasets, read as one dataset (Local; a context manager).
+    """A ``.midx`` mosaic of partition datasets, read as one dataset; a context manager. Its methods and
+    properties are Local.
 
     ``read``, ``level_shape``, ``query``, ``blocks`` and ``ds[...]`` take the whole domain's
     ``[z, y, x]`` coordinates and levels, as :class:`hzio.Dataset` does; ``parts`` gives each part's
@@ -136,9 +137,11 @@ class MosaicDataset:
             ds.close()
 
     def __enter__(self) -> MosaicDataset:
+        """Local. The mosaic itself, for a ``with`` block."""
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        """Local. :meth:`close`."""
         self.close()
 
     # ------------------------------------------------------------------ helpers
@@ -274,7 +277,8 @@ class ParallelMosaic(ParallelDataset):
     """The writer of a dataset with partitions in local index space (``hzio.create``/``hzio.open`` with
     ``comm`` and a ``.midx``): :meth:`write` (Local), :meth:`flush` and :meth:`close` (Collective) as
     :class:`hzio.parallel.ParallelDataset`, in the whole domain's coordinates. Reads go through
-    :func:`hzio.open` without ``comm`` (a :class:`MosaicDataset`)."""
+    :func:`hzio.open` without ``comm`` (a :class:`MosaicDataset`). Its other members are Local: the
+    properties, and ``read``, ``query``, ``progressive`` and ``blocks``, which raise UnsupportedError."""
 
     def __init__(self, pcore: Any, comm: Any, midx: str) -> None:
         super().__init__(pcore, comm)

@@ -32,7 +32,7 @@ from .errors import InvalidArgumentError
 
 class FieldArray(BackendArray):
     """One field over all timesteps at one level, ``(time, [z,] [y,] x[, component])``: lazy, outer indexing.
-    Indexing is Local: it reads the selected samples of each timestep."""
+    Its methods are Local: indexing reads the selected samples of each timestep."""
 
     def __init__(self, opener: Opener, field: str, times: list[int], level: int | None,
                  shape: tuple[int, ...], dtype: np.dtype) -> None:

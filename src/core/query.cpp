@@ -167,13 +167,15 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
   std::vector<Hits> hits(blocks.size());
   // The matches' memory is decided by the data, not the request: a dataset of missing blocks whose
   // default value is in range matches every sample. Past the budget the scan stops and the query fails
-  // naming the size, instead of growing until the kernel ends the process. A match costs its grid index
-  // and value while scanning, a pair while merging, and its point and value in the result.
-  const uint64_t match_bytes = 2 * sb + 48;
+  // naming the size, instead of growing until the kernel ends the process. At the merge's peak a match
+  // holds its grid index and value from the scan (up to twice that in the vectors' spare room), a pair,
+  // and its point and value in the result. A mask's size is the request's, as a read's: not counted.
+  const uint64_t match_bytes = 3 * sb + 64;
   const uint64_t max_matches = want_mask ? UINT64_MAX : util::answer_budget_bytes() / match_bytes;
   std::atomic<uint64_t> matched{0};
   std::atomic<bool> over_budget{false};
-  const auto admit = [&](size_t n) {  // false once the matches found so far exceed the budget
+  const auto admit = [&](size_t n) {  // false once the matches kept so far exceed the budget
+    if (want_mask) return true;
     if (matched.fetch_add(n, std::memory_order_relaxed) + n <= max_matches) return true;
     over_budget.store(true, std::memory_order_relaxed);
     return false;
@@ -356,9 +358,9 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
       }
     } else if (s.is_ok() && !ranges.empty()) {
       for (const Run& r : d.space_->block_runs(b, layout)) {
-        if (over_budget.load(std::memory_order_relaxed)) break;
         Point rlo, rhi;
         if (!hzorder::run_range_in_box(r, box, rlo, rhi)) continue;
+        size_t kept = 0;  // counted once per run
         for (int64_t z = rlo[2]; z < rhi[2]; ++z)
           for (int64_t y = rlo[1]; y < rhi[1]; ++y)
             for (int64_t x = rlo[0]; x < rhi[0]; ++x) {
@@ -371,8 +373,12 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
               if (!scanned) continue;
               found.clear();
               find(data, sb, offset, idx, idx + 1, lo, hi, found);  // the one sample
-              if (!found.empty() && admit(1)) record(idx, lin);
+              if (!found.empty()) {
+                record(idx, lin);
+                ++kept;
+              }
             }
+        if (!admit(kept)) break;
       }
     }
     std::lock_guard lock(mutex);
@@ -386,17 +392,17 @@ Status Dataset::Impl::query_blocks(const Box& box, int level, int f, int64_t tim
   if (over_budget) {
     *result = QueryResult{};
     return io_error("out of memory: the query matches more than " + std::to_string(max_matches) +
-                    " samples, an answer of more than " + std::to_string(max_matches * match_bytes) +
-                    " bytes while it is made, over this process's budget of " +
-                    std::to_string(util::answer_budget_bytes()) +
+                    " samples, which would take more than " + std::to_string(max_matches * match_bytes) +
+                    " bytes to answer, over this process's budget of " + std::to_string(util::answer_budget_bytes()) +
                     " bytes (half the smaller of physical memory and the address-space limit); query a smaller "
-                    "box or a coarser level, or ask for a mask");
+                    "box or a coarser level, or ask for a mask (one byte per sample of the box at the level)");
   }
   result->report = io;
   result->blocks_skipped = skipped;
   if (want_mask) return Status::ok();  // filled by the scan
   // Merge in C order of the level grid, the order NumPy's nonzero() gives.
   std::vector<std::pair<int64_t, const std::byte*>> all;
+  all.reserve(matched.load());
   for (const Hits& h : hits)
     for (size_t k = 0; k < h.linear.size(); ++k) all.push_back({h.linear[k], h.values.data() + k * sb});
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

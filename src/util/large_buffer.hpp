@@ -66,8 +66,9 @@ void large_free(std::byte* data, size_t bytes) noexcept;
 
 // Local. What one answer whose size the data decides, not the request (a value-range query's matches),
 // may take: half the smaller of the machine's physical memory and the process's address-space limit
-// (RLIMIT_AS). Past it such an answer fails with an error naming its size, before the kernel's
-// out-of-memory killer would end the process.
+// (RLIMIT_AS). Past it such an answer fails with an error naming its size instead of growing without
+// bound. It does not see a container's memory limit (cgroup memory.max), the memory other processes use,
+// or the address space this process already holds: under those the kernel may still refuse sooner.
 size_t answer_budget_bytes();
 
 }  // namespace hzio::util

@@ -2,14 +2,15 @@
 and the Python API.
 
 * **Headers** (``include/hzio/*.h``, ``*.hpp``): each function declared outside a ``private:`` section
-  has "Local" or "Collective" in the comment block right above it (a run of declarations shares the
-  comment above the run), on its own line, or in the comment above its class or struct (a value type
-  says so once for all its members).
+  has "Local" or "Collective" in the comment block right above it (declarations without a comment of
+  their own, directly below another, share its comment), on its own line, or in the comment above its
+  class or struct when that says it of the members ("Its members are Local").
 * **Fortran** (``fortran/hzio_module.f90``, ``hzio_mpi_module.f90``): each module procedure not named
   private has "Local" or "Collective" in the comment lines right above it.
 * **Python**: the names in ``hzio.__all__``, everything the public modules define themselves, and the
   public methods, properties and protocol methods (``__getitem__``, ``__enter__``, ``__array__``...) of
-  their classes have "Local" or "Collective" in their docstring or in their class's docstring.
+  their classes have "Local" or "Collective" in their docstring, or their class's docstring says it of its
+  methods or members.
 
 The oracle is the text of the headers and docstrings, read here with regular expressions and Python's
 ``inspect``, not hzio's own documentation tools.
@@ -27,82 +28,124 @@ import hzio
 
 ROOT = Path(__file__).resolve().parents[2]
 SAYS = re.compile(r"\b(Local|Collective)\b")
-# A function declaration's start: return type, then a name and "(" (constructors have no return type).
-DECL = re.compile(r"^(?:(?:static|virtual|inline|friend|explicit|constexpr|extern|const)\s+)*"
-                  r"(?:[\w:<>,*&\s]+?[\s*&])?(~?[A-Za-z_]\w*)\s*\(")
+# A class comment covers its members only when it says so of them ("Its members are Local").
+SAYS_OF_MEMBERS = re.compile(r"\b(members|methods)\b[^.]*\b(Local|Collective)\b|\b(Local|Collective)\b[^.]*\b(members|methods)\b")
 NOT_FUNCTIONS = {"if", "while", "for", "switch", "return", "sizeof", "decltype", "static_assert", "alignas",
-                 "defined", "typedef", "HZIO_RETURN_IF_ERROR", "assert"}
+                 "defined", "typedef", "assert", "using", "throw", "case", "noexcept", "alignof"}
 PROTOCOL = {"__getitem__", "__setitem__", "__enter__", "__exit__", "__array__", "__iter__", "__len__",
             "__contains__", "__call__", "__next__"}
 
 
-def _undocumented_in_header(path: Path) -> list[str]:
-    """Functions of a header whose comment, line or class comment says neither Local nor Collective."""
-    lines = path.read_text().split("\n")
-    missing = []
-    # A stack of (class comment, access) for the classes and structs being read; "" for namespaces.
-    scopes: list[tuple[str, str]] = []
-    comment: list[str] = []  # the comment block above the current run of declarations
-    in_block_comment = False
-    pending_class = None  # a class head read, its "{" not yet
-    depth_of: list[int] = []
+def _declared_name(code: str) -> str | None:
+    """The name a line declares as a function (``operator==`` for operators), or None: the identifier right
+    before the first ``(`` outside template brackets, unless an ``=`` comes first (a variable's initializer)."""
+    code = re.sub(r"\[\[[^\]]*\]\]", " ", code).strip()  # attributes
+    if not code or code.startswith(("}", "{", ")", ":", ",", "#")):
+        return None
+    op = re.search(r"\boperator\s*(\(\)|\[\]|[^\s(]+)\s*\(", code)
+    if op:
+        return "operator" + op.group(1)
     depth = 0
-    in_decl = False  # inside a multi-line declaration
-    for number, raw in enumerate(lines, 1):
+    for i, ch in enumerate(code):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif ch == "=" and depth == 0:
+            return None
+        elif ch == "(" and depth == 0:
+            m = re.search(r"(~?[A-Za-z_]\w*)\s*$", code[:i])
+            if not m or m.group(1) in NOT_FUNCTIONS or code.split()[0] in NOT_FUNCTIONS:
+                return None
+            return m.group(1)
+    return None
+
+
+def _undocumented_in_header(path: Path) -> list[str]:
+    """Functions of a header whose own comment (or, in a run of declarations without comments of their own,
+    the run's), trailing comment or class comment says neither Local nor Collective."""
+    missing = []
+    scopes: list[tuple[str, str]] = []  # per class or struct being read: (its comment, current access)
+    kinds: list[str] = []  # per open brace: "class", "body" (of a function: skipped) or "other"
+    above: list[str] = []  # the comment lines right above the current line
+    run = ""  # the comment of the current run of declarations
+    pending_class = None  # a class head's comment and default access, its "{" not yet read
+    in_comment = in_decl = False
+    in_trailing = False  # in a block comment begun after code: it belongs to that line, not to the next
+    for number, raw in enumerate(path.read_text().split("\n"), 1):
         line = raw.strip()
-        if in_block_comment:
-            comment.append(line)
-            in_block_comment = "*/" not in line
+        if in_trailing:
+            in_trailing = "*/" not in line
             continue
-        if line.startswith("/*"):
-            comment.append(line)
-            in_block_comment = "*/" not in line
+        if in_comment:
+            above.append(line)
+            in_comment = "*/" not in line
+            continue
+        lead = re.match(r"^/\*.*?\*/\s*", line)  # a block comment, then code on the same line
+        if lead and line[lead.end():]:
+            above.append(lead.group(0))
+            line = line[lead.end():]
+        elif line.startswith("/*"):
+            above.append(line)
+            in_comment = "*/" not in line
             continue
         if line.startswith("//"):
-            if not in_decl:
-                comment.append(line)
+            above.append(line)
             continue
         if not line or line.startswith("#"):
             if not line:
-                comment = []
+                above, run = [], ""
             continue
-        code = line.split("//")[0]
-        access = scopes[-1][1] if scopes else ""
-        if re.match(r"^(public|private|protected)\s*:", code):
-            if scopes:
-                scopes[-1] = (scopes[-1][0], code.split(":")[0])
-            comment = []
-            continue
-        head = re.match(r"^(?:template\s*<[^>]*>\s*)?(class|struct|union|enum)\b", code)
-        if head and not code.rstrip().endswith(";"):
-            pending_class = (" ".join(comment), "private" if head.group(1) == "class" else "public")
-        m = DECL.match(code)
-        is_function = (m and m.group(1) not in NOT_FUNCTIONS and not head and "=" not in code.split("(")[0]
-                       and not in_decl and not code.startswith(("using", "typedef", "return", "}")))
-        if is_function and access != "private":
-            own = " ".join(comment) + " " + (line.split("//", 1)[1] if "//" in line else "")
-            enclosing = " ".join(s[0] or "" for s in scopes)
-            if not SAYS.search(own) and not SAYS.search(enclosing):
-                missing.append(f"{path.relative_to(ROOT)}:{number}: {line[:90]}")
-        if is_function or in_decl:
-            in_decl = not (code.rstrip().endswith(";") or code.rstrip().endswith("}") or code.rstrip().endswith("{"))
-        opened, closed = code.count("{"), code.count("}")
-        for _ in range(opened):
-            depth += 1
-            if pending_class is not None:
-                scopes.append(pending_class)
-                depth_of.append(depth)
-                pending_class = None
-                comment = []
-            elif is_function:
-                depth_of.append(-depth)  # a function body: skipped below
-        for _ in range(closed):
-            if depth_of and abs(depth_of[-1]) == depth:
-                if depth_of.pop() > 0:
+        code, trailing = (line.split("//", 1) + [""])[:2]
+        trailing += " ".join(re.findall(r"/\*.*?\*/", code))
+        code = re.sub(r"/\*.*?\*/", " ", code)
+        if "/*" in code:  # a block comment that goes on to the next lines
+            code, rest = code.split("/*", 1)
+            trailing += " " + rest
+            in_trailing = True
+        code = code.strip()
+        if re.fullmatch(r"template\s*<.*>", code):
+            continue  # the declaration it introduces follows, under the same comment
+        in_body = "body" in kinds
+        if not in_body and not in_decl:
+            access = scopes[-1][1] if scopes and kinds and kinds[-1] == "class" else "public"
+            label = re.match(r"^(public|private|protected)\s*:", code)
+            head = re.match(r"^(?:template\s*<.*>\s*)?(class|struct|union|enum)\b", code)
+            name = None if label or head else _declared_name(code)
+            if label:
+                if scopes:
+                    scopes[-1] = (scopes[-1][0], label.group(1))
+                run = ""
+            elif head and not code.endswith(";"):
+                pending_class = (" ".join(above), "private" if head.group(1) == "class" else "public")
+            elif name:
+                own = " ".join(above) if above else run
+                run = own
+                if access != "private":
+                    members = " ".join(c for c, _ in scopes if SAYS_OF_MEMBERS.search(c))
+                    if not SAYS.search(own + " " + trailing) and not members:
+                        missing.append(f"{path.relative_to(ROOT)}:{number}: {line[:90]}")
+                in_decl = not code.endswith((";", "{", "}"))
+            elif code.endswith(";"):
+                run = ""
+            above = []
+        elif in_decl:
+            in_decl = not code.endswith((";", "{", "}"))
+        for ch in code:
+            if ch == "{":
+                if pending_class is not None:
+                    kinds.append("class")
+                    scopes.append(pending_class)
+                    pending_class = None
+                elif not in_body and (name or in_decl or code.startswith(":")) and not head:
+                    kinds.append("body")
+                    in_body = True
+                else:
+                    kinds.append("other")
+            elif ch == "}" and kinds:
+                if kinds.pop() == "class":
                     scopes.pop()
-            depth -= 1
-        if code.rstrip().endswith(";") and not in_decl and not is_function:
-            comment = []
+                in_body = "body" in kinds
     return missing
 
 
@@ -128,7 +171,10 @@ def test_every_public_fortran_procedure_says_local_or_collective():
                 inside_interface = True
             elif code.startswith("end interface"):
                 inside_interface = False
-            m = None if inside_interface else re.match(r"^(?:recursive\s+)?(?:function|subroutine)\s+(\w+)", code)
+            m = None if inside_interface else re.match(
+                r"^(?:(?:recursive|pure|impure|elemental|module)\s+|"
+                r"(?:integer|real|logical|character|complex|type|class)\s*(?:\([^)]*\))?\s+)*"
+                r"(?:function|subroutine)\s+(\w+)", code)
             if not m or m.group(1) in private:
                 continue
             checked += 1
@@ -176,5 +222,5 @@ def test_every_public_python_function_says_local_or_collective():
     checked = list(_public_objects()) + [("hzio.cli.main", hzio.cli.main, None)]
     assert len(checked) > 100, len(checked)
     missing = [name for name, fn, cls in checked
-               if not SAYS.search(inspect.getdoc(fn) or "") and not (cls and SAYS.search(inspect.getdoc(cls) or ""))]
+               if not SAYS.search(inspect.getdoc(fn) or "") and not (cls and SAYS_OF_MEMBERS.search(inspect.getdoc(cls) or ""))]
     assert not missing, "public functions whose docstring says neither Local nor Collective:\n" + "\n".join(missing)

@@ -10,6 +10,7 @@ docs/format.md states, and NumPy for the one dataset that is readable.
 
 from __future__ import annotations
 
+import os
 import resource
 import subprocess
 import sys
@@ -93,8 +94,10 @@ def test_every_command_answers_a_hostile_idx_cleanly(hostile, tmp_path, name, ve
     args = [a.format(out=tmp_path / "o.npy") for a in verb]
     if verb[0] == "read" and name.startswith("a 1-D"):
         args += ["--box", "0:1000", "--level", "20"]  # the whole axis is 64 GiB: a box of it
+    # Few malloc arenas: on a many-core machine each thread's arena reserves address space under the limit.
     proc = subprocess.run([sys.executable, "-m", "hzio", args[0], str(path), *args[1:]], capture_output=True,
-                          text=True, timeout=HANG_GUARD_S, preexec_fn=_limited)
+                          text=True, timeout=HANG_GUARD_S, preexec_fn=_limited,
+                          env=dict(os.environ, MALLOC_ARENA_MAX="2"))
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     if message is None:  # served: an answer (1: verify of an empty one), or a clean "too large to answer"
         assert proc.returncode in (0, 1) or proc.stderr.startswith("hzio: error: out of memory"), (
