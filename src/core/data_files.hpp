@@ -82,6 +82,10 @@ class DataFiles {
   // until it publishes all at once, so a close or a fork at any moment leaves nothing half-changed.
   // Errors are left to locate(), which meets them again.
   void read_headers_ahead(int64_t time, size_t max_files, std::function<bool()> unchanged);
+  // Local, thread-safe. How many of those threads, of every DataFiles of the process, still run: the
+  // fuzz targets wait for none before their leak checks (the threads are detached, so that a fork or a
+  // close never waits on them).
+  static int read_ahead_threads();
 
   // Local, thread-safe. Checks a located block's stored payload (all `entry.size` bytes) against its
   // checksums; ok when the location has none. Errors: kCorrupt naming the file, field, timestep and block.

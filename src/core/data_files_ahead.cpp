@@ -1,10 +1,19 @@
 // Header tables read ahead at a read-only open (DataFiles::read_headers_ahead, data_files.hpp).
+#include <atomic>
+#include <system_error>
 #include <thread>
 
 #include "core/data_files.hpp"
 #include "format/file_name.hpp"
 
 namespace hzio::core {
+namespace {
+
+std::atomic<int> running_read_ahead{0};
+
+}  // namespace
+
+int DataFiles::read_ahead_threads() { return running_read_ahead.load(std::memory_order_acquire); }
 
 void DataFiles::read_headers_ahead(int64_t time, size_t max_files, std::function<bool()> unchanged) {
   if (!idx_->time.contains(time)) return;
@@ -22,7 +31,8 @@ void DataFiles::read_headers_ahead(int64_t time, size_t max_files, std::function
     read_ahead_ = ahead;
   }
   // The thread holds what it uses (the storage, the paths, its own results); never this object.
-  std::thread([ahead, storage = storage_, paths = std::move(paths), table, unchanged = std::move(unchanged)] {
+  running_read_ahead.fetch_add(1, std::memory_order_acq_rel);
+  auto work = [ahead, storage = storage_, paths = std::move(paths), table, unchanged = std::move(unchanged)] {
     // Every table asked for at once, exactly (a first read of a cold file would also read ahead around
     // it, bytes a read at open has no use for), then read.
     std::vector<std::pair<std::string, std::shared_ptr<const io::Readable>>> opened;
@@ -40,7 +50,15 @@ void DataFiles::read_headers_ahead(int64_t time, size_t max_files, std::function
       ahead->files[path] = std::move(f);
     }
     if (unchanged()) ahead->ready.store(true, std::memory_order_release);
-  }).detach();
+  };
+  try {
+    std::thread([work = std::move(work)] {
+      work();
+      running_read_ahead.fetch_sub(1, std::memory_order_acq_rel);
+    }).detach();
+  } catch (const std::system_error&) {  // no thread to be had: reads find the tables themselves
+    running_read_ahead.fetch_sub(1, std::memory_order_acq_rel);
+  }
 }
 
 bool DataFiles::take_read_ahead(const std::string& path, std::vector<std::byte>& head, uint64_t& size) {
