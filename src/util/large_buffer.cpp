@@ -174,7 +174,8 @@ Status copy_staged(LargeBuffer& buffer, const void* data, size_t bytes) {
 
 size_t answer_budget_bytes() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  uint64_t limit = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : uint64_t{8} << 30;
+  uint64_t limit =
+      pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : uint64_t{8} << 30;
   rlimit as{};
   if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) limit = std::min<uint64_t>(limit, as.rlim_cur);
   return static_cast<size_t>(std::min<uint64_t>(limit / 2, SIZE_MAX));

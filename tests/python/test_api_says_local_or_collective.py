@@ -29,7 +29,8 @@ import hzio
 ROOT = Path(__file__).resolve().parents[2]
 SAYS = re.compile(r"\b(Local|Collective)\b")
 # A class comment covers its members only when it says so of them ("Its members are Local").
-SAYS_OF_MEMBERS = re.compile(r"\b(members|methods)\b[^.]*\b(Local|Collective)\b|\b(Local|Collective)\b[^.]*\b(members|methods)\b")
+SAYS_OF_MEMBERS = re.compile(r"\b(members|methods)\b[^.]*\b(Local|Collective)\b"
+                             r"|\b(Local|Collective)\b[^.]*\b(members|methods)\b")
 NOT_FUNCTIONS = {"if", "while", "for", "switch", "return", "sizeof", "decltype", "static_assert", "alignas",
                  "defined", "typedef", "assert", "using", "throw", "case", "noexcept", "alignof"}
 PROTOCOL = {"__getitem__", "__setitem__", "__enter__", "__exit__", "__array__", "__iter__", "__len__",
@@ -221,6 +222,6 @@ def test_every_public_python_function_says_local_or_collective():
 
     checked = list(_public_objects()) + [("hzio.cli.main", hzio.cli.main, None)]
     assert len(checked) > 100, len(checked)
-    missing = [name for name, fn, cls in checked
-               if not SAYS.search(inspect.getdoc(fn) or "") and not (cls and SAYS_OF_MEMBERS.search(inspect.getdoc(cls) or ""))]
+    missing = [name for name, fn, cls in checked if not SAYS.search(inspect.getdoc(fn) or "")
+               and not (cls and SAYS_OF_MEMBERS.search(inspect.getdoc(cls) or ""))]
     assert not missing, "public functions whose docstring says neither Local nor Collective:\n" + "\n".join(missing)
