@@ -44,7 +44,7 @@ def _poll_while_writing(proc, path, states):
     known = {f: {_digest(s[f]): k for k, s in enumerate(states)} for f, _ in rewrite_writer.FIELDS}
     query_known = {}
     for k, s in enumerate(states):
-        hit = s["t"] > 1.5
+        hit = s["t"] >= 1.5  # the query range is inclusive: a state may hold exactly 1.5 (seed 3292426162)
         query_known[_digest(np.argwhere(hit)) + _digest(s["t"][hit])] = k
     reads = mixed = 0
     seen = set()
