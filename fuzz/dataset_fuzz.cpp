@@ -18,7 +18,6 @@
 #include <string>
 #include <vector>
 
-#include "core/data_files.hpp"
 #include "hzio/dataset.hpp"
 #include "small_dataset.hpp"
 
@@ -119,8 +118,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (*ds)->abandon();
     }
   }
-  // The read-only open's header read-ahead thread is detached: done before libFuzzer's leak check.
-  while (hzio::core::DataFiles::read_ahead_threads() > 0) usleep(100);
+  fuzz_dataset::settle_read_ahead();  // before libFuzzer's leak check
   restore(f);
   return 0;
 }

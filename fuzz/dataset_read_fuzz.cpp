@@ -20,7 +20,6 @@
 #include <string>
 #include <vector>
 
-#include "core/data_files.hpp"
 #include "core/dataset_parts.hpp"
 #include "hzio/dataset.hpp"
 #include "small_dataset.hpp"
@@ -95,14 +94,8 @@ void read_progressively(hzio::Dataset& ds) {
   }
 }
 
-// Waits until the header read-ahead threads of the datasets just closed are done: they are detached, and
-// libFuzzer's leak check after an input would count what a still running one holds as leaked.
-void settle() {
-  while (hzio::core::DataFiles::read_ahead_threads() > 0) usleep(100);
-}
-
 int restore(const Fixture& f, size_t target) {
-  settle();
+  fuzz_dataset::settle_read_ahead();
   f.storage->put(f.files[target], f.bytes[target]);
   return 0;
 }

@@ -3,12 +3,15 @@
 // (sub-block bits 2). Header-only, for fuzz/*_fuzz.cpp.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "core/data_files.hpp"
 #include "hzio/dataset.hpp"
 
 namespace fuzz_dataset {
@@ -17,6 +20,12 @@ constexpr int64_t kN = 16;
 inline const char* const kFields[2] = {"r", "z"};
 
 inline hzio::Box whole() { return hzio::Box{{0, 0, 0}, {kN, kN, kN}}; }
+
+// Waits until the header read-ahead threads of the datasets just closed are done: they are detached, and
+// libFuzzer's leak check after an input would count what a still running one holds as leaked.
+inline void settle_read_ahead() {
+  while (hzio::core::DataFiles::read_ahead_threads() > 0) usleep(100);
+}
 
 // Writes the dataset at `idx` (its folder must exist) and returns the arrays written; aborts on error.
 inline void write(const std::string& idx, std::vector<float>& r, std::vector<int16_t>& z) {

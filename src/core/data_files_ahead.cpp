@@ -52,8 +52,11 @@ void DataFiles::read_headers_ahead(int64_t time, size_t max_files, std::function
     if (unchanged()) ahead->ready.store(true, std::memory_order_release);
   };
   try {
-    std::thread([work = std::move(work)] {
-      work();
+    std::thread([work = std::move(work)]() mutable {
+      {
+        auto run = std::move(work);  // its captures are freed here, before the count says the thread is done
+        run();
+      }
       running_read_ahead.fetch_sub(1, std::memory_order_acq_rel);
     }).detach();
   } catch (const std::system_error&) {  // no thread to be had: reads find the tables themselves
