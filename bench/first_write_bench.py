@@ -5,13 +5,15 @@ Each repetition starts ``mpiexec -n N`` anew, so its first timed write is the fi
 owns one box of a global float32 cube and, between two barriers, either writes its box to a file of its own
 (``os.write`` per MiB, ``fsync``: file per process) or takes part in one hzio collective write
 (``hzio.create(..., comm=...)``, ``write``, ``close`` with ``durable=True``), with the default staging copy
-(``hzio``) or ``copy=False`` (``hzio-nocopy``). Rank 0 samples the disk's
+(``hzio``) or ``copy=False`` (``hzio-nocopy``), through one I/O rank from a copy (``hzio-io``) or from arrays
+in the node's buffer (``hzio-io-shared``); ``one`` is one process writing the whole cube alone (the
+serial writer on every core), the rate a collective write should at least reach. Rank 0 samples the disk's
 ``/sys/block/<dev>/stat`` every ``--sample-ms`` on a helper thread while the ranks write, and every rank
 notes when each call returned. ``--idle S`` waits S seconds before each fresh run: memory the machine has
 not touched for a while can cost more on its first touch (see bench/README.md), which a first write pays.
 
     .venv/bin/python bench/first_write_bench.py [--ranks 4] [--size 512] [--reps 5] [--writes 2] [--idle 0,40]
-        [--cases fpp,hzio,hzio-nocopy,hzio-io]
+        [--cases fpp,hzio,hzio-nocopy,hzio-io,hzio-io-shared,one]
 """
 
 import argparse
@@ -38,7 +40,11 @@ VMSTAT_KEYS = ("pgfault", "thp_fault_alloc", "compact_stall", "pgmajfault")
 # write(copy=False) (the flush reads the caller's array, which must not change until then)
 # hzio-io: through one I/O rank started for the run (an extra process: --ranks compute ranks and one more),
 # close() returning once the I/O rank has made the timestep durable
-CASES = ("fpp", "hzio", "hzio-nocopy", "hzio-io")
+# hzio-io-shared: the same, each rank's array lying in the node's buffer (io.shared_array, as a simulation
+# computes its output there) and written with copy=False: handed over without a copy
+# one: one process alone writes the whole cube (hzio.create without comm, its threads on every core), the
+# one-process writer a collective write should at least match
+CASES = ("fpp", "hzio", "hzio-nocopy", "hzio-io", "hzio-io-shared", "one")
 
 
 # ------------------------------------------------------------------------------------------ child (under MPI)
@@ -100,7 +106,9 @@ def child(args):
     from mpi4py import MPI
 
     comm, io = MPI.COMM_WORLD, None
-    if args.case == "hzio-io":  # the last rank is the machine's I/O rank; its buffer holds one timestep
+    if args.case == "one" and comm.size != 1:
+        raise SystemExit("first_write_bench: the one-process case runs in one process")
+    if args.case.startswith("hzio-io"):  # the last rank is the machine's I/O rank; its buffer holds one timestep
         io = hzio.start_io_ranks(comm, per_node=1, buffer_bytes=args.size ** 3 * 4 + 64 * MIB, in_flight=1)
         if io.is_io_rank:
             io.serve()
@@ -120,6 +128,10 @@ def child(args):
     shape = tuple(n // p for p in parts)
     offset = tuple(int(c) * s for c, s in zip(coord, shape))
     a = np.random.default_rng(rank).random(shape, dtype=np.float32)  # touched before the clock starts
+    if args.case == "hzio-io-shared":
+        a_shared = io.shared_array(shape, np.float32)
+        a_shared[...] = a
+        a = a_shared
     for index in range(args.writes):
         one_write(args, comm, io, np, hzio, a, offset, index)
     if io is not None:
@@ -155,15 +167,19 @@ def one_write(args, comm, io, np, hzio, a, offset, index):
         marks["durable"] = time.perf_counter() - t0
     else:
         through = {"io": io} if io is not None else {}
+        if args.case != "one":
+            through["comm"] = comm
         ds = hzio.create(os.path.join(folder, "ds.idx"), shape=(n, n, n), fields={"f": "float32"}, codec="raw",
-                         overwrite=True, durable=True, comm=comm, blocks_per_file=args.blocks_per_file or None,
-                         **through)
+                         overwrite=True, durable=True, blocks_per_file=args.blocks_per_file or None, **through)
         marks["create"] = time.perf_counter() - t0
-        ds.write(a, offset=offset, field="f", copy=args.case != "hzio-nocopy")
+        if args.case == "one":  # the serial writer has no staging copy: write() writes
+            ds.write(a, offset=offset, field="f")
+        else:
+            ds.write(a, offset=offset, field="f", copy=args.case not in ("hzio-nocopy", "hzio-io-shared"))
         marks["write"] = time.perf_counter() - t0
         ds.close()
         marks["close"] = time.perf_counter() - t0
-        report = dataclasses.asdict(ds.last_write_report) if io is None else None
+        report = dataclasses.asdict(ds.last_write_report) if io is None and args.case != "one" else None
     comm.Barrier()
     wall = time.perf_counter() - t0
     if sampler:
@@ -202,8 +218,10 @@ def run_once(args, case, idle):
         time.sleep(idle)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")
-    ranks = args.ranks + (1 if case == "hzio-io" else 0)
-    cmd = ["mpiexec", "-n", str(ranks), sys.executable, os.path.abspath(__file__), "--child", case,
+    ranks = 1 if case == "one" else args.ranks + (1 if case.startswith("hzio-io") else 0)
+    # mpiexec binds each of 1 or 2 ranks to a core: the one process's writer threads need every core
+    binding = ["--bind-to", "none"] if case == "one" else []
+    cmd = ["mpiexec", "-n", str(ranks), *binding, sys.executable, os.path.abspath(__file__), "--child", case,
            "--size", str(args.size), "--writes", str(args.writes), "--dir", args.dir,
            "--sample-ms", str(args.sample_ms), "--blocks-per-file", str(args.blocks_per_file)]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -302,8 +320,8 @@ def main():
     ap.add_argument("--dir", default=os.path.join(REPO_ROOT, "build", "bench_tmp", "first_write"))
     ap.add_argument("--json", default=os.path.join(HERE, "results", "first_write.json"))
     add_plot_option(ap)
-    ap.add_argument("--cases", default="fpp,hzio,hzio-nocopy,hzio-io",
-                    help="comma-separated, in the order of the first repetition (default: all four)")
+    ap.add_argument("--cases", default="fpp,hzio,hzio-nocopy,hzio-io,hzio-io-shared,one",
+                    help="comma-separated, in the order of the first repetition (default: all six)")
     ap.add_argument("--child", choices=CASES, help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.cases = args.cases.split(",")

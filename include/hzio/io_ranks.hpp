@@ -37,7 +37,7 @@ struct IoRanksOptions {
 struct HandOffReport {
   double seconds = 0;    // the whole call
   double waited = 0;     // of which waiting for the I/O side
-  std::string reason;    // why it waited first: "timesteps in flight", "buffer full" or ""
+  std::string reason;    // why it waited first: "timesteps in flight", "buffer full", "in-place arrays in flight" or ""
   int64_t copied = 0;    // bytes copied into the node's buffer
   int64_t in_place = 0;  // bytes handed over where they lay (borrowed from IoRanks::shared_memory)
   int64_t pieces = 0;    // slabs they went in (more than the boxes when a box exceeds the rank's region)
@@ -79,7 +79,8 @@ class IoRanks {
   // (taken from the region's end, which leaves less room for copies; held until this object goes). A box
   // staged with IoDataset::write_box_borrowed from such memory is handed over where it lies, without a
   // copy: flush() returns at once. It must then stay unchanged until the next flush() or wait() returns
-  // (the I/O rank copies it out meanwhile), as with two arrays that a stencil code swaps each step.
+  // (the I/O rank writes it from where it lies, and the next flush() returns once that is durable), as
+  // with two arrays that a stencil code swaps each step.
   // Waits until the I/O rank has copied out the rank's last batch, which may lie in that memory.
   // Errors: kInvalidArgument (no room left).
   Result<void*> shared_memory(size_t bytes);

@@ -44,8 +44,8 @@ from .errors import InvalidArgumentError, UnsupportedError
 @dataclass
 class FlushReport:
     """What a compute rank's ``flush()`` did: ``waited`` seconds for the I/O side and why (``"buffer full"``,
-    ``"timesteps in flight"`` or ``""``), ``copied`` bytes into the node's buffer in ``pieces`` slabs,
-    ``seconds`` in all; ``in_place`` bytes were handed over where they lay (arrays of
+    ``"timesteps in flight"``, ``"in-place arrays in flight"`` or ``""``), ``copied`` bytes into the node's
+    buffer in ``pieces`` slabs, ``seconds`` in all; ``in_place`` bytes were handed over where they lay (arrays of
     :meth:`IoRanks.shared_array` written with ``copy=False``), without a copy. Read like a dict
     (``report["waited"]``, ``keys()``); its methods are Local."""
 
@@ -95,7 +95,8 @@ class IoRanks:
         as these I/O ranks; it leaves less room for copies). Written with ``ds.write(array, copy=False)``, it is
         handed over where it lies: ``flush()`` returns without copying it. It must then stay unchanged
         until the next ``flush()`` or :meth:`wait` returns, as with the two arrays a stencil code swaps
-        each step. Waits until the I/O rank has copied out this rank's last batch, which may lie in that
+        each step: the I/O rank writes it from where it lies, and the next ``flush()`` returns once it is
+        durable. Waits until the I/O rank has copied out this rank's last batch, which may lie in that
         memory."""
         self._require_compute("shared_array")
         dt = np.dtype(dtype)
@@ -194,7 +195,9 @@ class IoDataset:
         buffer (in slabs along the first axis; when the region is full, the batch so far is handed over
         and the call waits until the I/O rank has copied it out: reported as ``"buffer full"``), hand the
         last batch over and return: the I/O ranks write and commit while the caller computes on. Before
-        that, waits while ``in_flight`` earlier flushes are not yet durable (``"timesteps in flight"``).
+        that, waits while ``in_flight`` earlier flushes are not yet durable (``"timesteps in flight"``), and
+        after it, until an earlier flush's arrays handed over in place are durable (``"in-place arrays in
+        flight"``: they may change once this call returns).
         Raises the I/O side's error of an earlier flush, if any (:class:`hzio.IoError`), on every compute rank
         at once, as it does a plane larger than a rank's room for copies: nothing is then handed over."""
         try:

@@ -84,7 +84,7 @@ Kind IoRanks::Impl::take_reply(Shape* shape, Status* ready_error) {
   if (kind == kReleased) awaiting_release = false;
   if (kind == kDurable) {
     --pending_durable;
-    if (!pending_slot.empty()) pending_slot.pop_front();
+    if (!pending.empty()) pending.pop_front();
   }
   if (kind == kReady) {
     if (shape && s.is_ok()) *shape = get_shape(w);
@@ -445,7 +445,7 @@ Result<HandOffReport> IoDataset::Impl::flush() {
   if (s.slot_owner == this) s.forget_slot();
   for (const Staged& b : staged) {
     if (in_place(b) || b.ahead) {
-      if (in_place(b) || lend) hand_where_it_lies(b, !in_place(b));
+      if (in_place(b) || lend) hand_where_it_lies(b, true);
       continue;
     }
     const int64_t planes = b.box.extent(axis);
@@ -471,7 +471,9 @@ Result<HandOffReport> IoDataset::Impl::flush() {
   staged.clear();
   hand_over(kFlush);
   ++s.pending_durable;
-  s.pending_slot.push_back(lend ? slot : -1);
+  s.pending.push_back({lend ? slot : -1, report.in_place > 0});
+  // Arrays an earlier flush lent in place may change once this flush returns: they must be written.
+  waiting("in-place arrays in flight", [&] { s.wait_in_place_durable(1); });
   MPI_Request request;
   MPI_Ibarrier(s.compute, &request);  // Collective: every rank's boxes are in its node's buffer
   parallel::wait(request);
@@ -490,7 +492,7 @@ Status IoDataset::close() {
   w.i64(d.key);
   d.io->send_command(w);
   ++d.io->pending_durable;
-  d.io->pending_slot.push_back(-1);
+  d.io->pending.push_back({});
   d.closed = true;
   d.io->wait_release();
   d.io->wait_durable(0);

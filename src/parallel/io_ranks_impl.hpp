@@ -37,9 +37,15 @@ struct IoRanks::Impl {
   }
   bool closed = false;
   // Compute ranks: the I/O side's state as far as this rank knows.
-  int pending_durable = 0;       // flushes and closes not yet durable
-  std::deque<int> pending_slot;  // per pending flush or close, in order: the slot it lent, or -1
-  int64_t flushes_lent = 0;      // lent flushes so far: the next one takes slot flushes_lent % in_flight
+  int pending_durable = 0;  // flushes and closes not yet durable
+  // Per pending flush or close, in order: the slot it lent (or -1), and whether it lent arrays of
+  // shared_memory() where they lie, which must stay unchanged until it is durable.
+  struct Pending {
+    int slot = -1;
+    bool in_place = false;
+  };
+  std::deque<Pending> pending;
+  int64_t flushes_lent = 0;  // lent flushes so far: the next one takes slot flushes_lent % in_flight
   // Copies write_box made straight into the next slot, ahead of their flush: their bytes, and the dataset
   // that made them (one at a time). `evict` moves them to private memory when something else needs the
   // room (another dataset's flush, shared_memory()).
@@ -71,9 +77,20 @@ struct IoRanks::Impl {
   }
   int next_slot() const { return static_cast<int>(flushes_lent % options.in_flight); }
   std::byte* slot_start(int k) const { return buffer + region_offset + static_cast<size_t>(k) * slot_bytes(); }
-  bool slot_free(int k) const { return std::find(pending_slot.begin(), pending_slot.end(), k) == pending_slot.end(); }
+  bool slot_free(int k) const {
+    return std::none_of(pending.begin(), pending.end(), [k](const Pending& p) { return p.slot == k; });
+  }
   bool any_slot_lent() const {
-    return std::any_of(pending_slot.begin(), pending_slot.end(), [](int k) { return k >= 0; });
+    return std::any_of(pending.begin(), pending.end(), [](const Pending& p) { return p.slot >= 0; });
+  }
+  // Waits until every pending flush but the last `newest` that lent arrays in place is durable.
+  void wait_in_place_durable(size_t newest) {
+    for (size_t i = pending.size(); i-- > 0;) {
+      if (i + newest < pending.size() && pending[i].in_place) {
+        wait_durable(static_cast<int>(pending.size() - 1 - i));
+        return;
+      }
+    }
   }
   // Room for `size` bytes of `owner`'s next flush in the next slot, or null: the slot holds copies of
   // another dataset, is still lent to a pending flush, lies under a batch being copied out, or is full.

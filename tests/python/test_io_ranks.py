@@ -73,6 +73,22 @@ def test_files_equal_the_synchronous_write(tmp_path, nprocs, node, per_node, buf
         assert any(r["pieces"] > 1 for r in flushes)
 
 
+def test_arrays_lent_in_place_stay_until_written_with_timesteps_in_flight(tmp_path):
+    # in_flight=2 and zip on the I/O rank: flush k is called while step k - 1 is still being written from its
+    # array in the node's buffer, which the compute ranks overwrite as soon as flush k returns
+    result, describe = _run(3, 3, {"out": str(tmp_path), "steps": 5}, script="io_ranks_in_place")
+    assert result is not None, describe
+    sys.path.insert(0, str(HERE / "mpi_scripts"))
+    from io_ranks_in_place import step_array
+    with hzio.open(str(tmp_path / "run.idx")) as ds:
+        assert ds.times == [0, 1, 2, 3, 4]
+        for step in range(5):
+            np.testing.assert_array_equal(ds.read(field="t", time=step), step_array(step), err_msg=f"step {step}")
+    flushes = [r for rank in result["reports"] for r in rank]
+    assert all(r["copied"] == 0 and r["in_place"] > 0 for r in flushes), flushes
+    assert any(r["reason"] == "in-place arrays in flight" and r["waited"] > 0 for r in flushes), flushes
+
+
 def test_an_error_on_the_io_side_reaches_every_compute_rank(tmp_path):
     (tmp_path / "a-file").write_text("not a folder")
     bad = str(tmp_path / "a-file" / "run.idx")
