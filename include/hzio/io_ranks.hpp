@@ -133,7 +133,8 @@ class IoDataset {
   // Collective over the compute ranks. Copies every staged box into this rank's region of its node's
   // buffer and returns once every compute rank's boxes are there: the I/O ranks write and commit them
   // while the caller computes on. Waits while `in_flight` earlier flushes are not durable, and while
-  // the region is full (a box larger than the region goes in slabs along its last axis). An error the
+  // the region is full (a box larger than the region goes in slabs along its last axis), and before it
+  // returns (errors too) until earlier flushes' arrays of IoRanks::shared_memory are durable. An error the
   // I/O side reported for an earlier flush (kIo), or a plane larger than a rank's room for copies
   // (kInvalidArgument), on any compute rank is every compute rank's answer, and nothing is handed over.
   Result<HandOffReport> flush();

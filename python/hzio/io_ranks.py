@@ -197,7 +197,7 @@ class IoDataset:
         last batch over and return: the I/O ranks write and commit while the caller computes on. Before
         that, waits while ``in_flight`` earlier flushes are not yet durable (``"timesteps in flight"``), and
         after it, until an earlier flush's arrays handed over in place are durable (``"in-place arrays in
-        flight"``: they may change once this call returns).
+        flight"``: they may change once this call returns, also when it raises).
         Raises the I/O side's error of an earlier flush, if any (:class:`hzio.IoError`), on every compute rank
         at once, as it does a plane larger than a rank's room for copies: nothing is then handed over."""
         try:

@@ -398,7 +398,11 @@ Result<HandOffReport> IoDataset::Impl::flush() {
     }
   }
   s.error = Status::ok();
-  HZIO_RETURN_IF_ERROR(parallel::agree(s.compute, mine));
+  if (Status agreed = parallel::agree(s.compute, mine); !agreed.is_ok()) {
+    // A refused flush returns too, and arrays an earlier flush lent in place may change after it.
+    waiting("in-place arrays in flight", [&] { s.wait_in_place_durable(0); });
+    return agreed;
+  }
   // When this flush's copies fit one of in_flight equal slots of the room, they go to the next slot in
   // turn (write_box put some there already: `ahead`) and are lent: the I/O rank writes from them without
   // copying them out. Waiting above for all but in_flight - 1 earlier flushes left that slot free (the

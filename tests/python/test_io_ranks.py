@@ -89,6 +89,19 @@ def test_arrays_lent_in_place_stay_until_written_with_timesteps_in_flight(tmp_pa
     assert any(r["reason"] == "in-place arrays in flight" and r["waited"] > 0 for r in flushes), flushes
 
 
+def test_a_refused_flush_also_keeps_in_place_arrays_until_written(tmp_path):
+    # in_flight=2: step 0 handed over in place, then a flush refused before it hands anything over (a copy's
+    # plane exceeds the room); its caller overwrites step 0's array as soon as it returns
+    result, describe = _run(3, 3, {"out": str(tmp_path), "steps": 2, "refuse": True}, script="io_ranks_in_place")
+    assert result is not None, describe
+    assert "does not fit" in (result["refused"] or ""), result["refused"]
+    sys.path.insert(0, str(HERE / "mpi_scripts"))
+    from io_ranks_in_place import step_array
+    with hzio.open(str(tmp_path / "refused.idx")) as ds:
+        assert 0 in ds.times
+        np.testing.assert_array_equal(ds.read(field="t", time=0), step_array(0))
+
+
 def test_an_error_on_the_io_side_reaches_every_compute_rank(tmp_path):
     (tmp_path / "a-file").write_text("not a folder")
     bad = str(tmp_path / "a-file" / "run.idx")

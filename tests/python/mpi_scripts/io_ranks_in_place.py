@@ -7,6 +7,8 @@ of the node's buffer (``io.shared_array``), writes it with ``copy=False`` and fl
 returns it overwrites the array of step k - 1 with -1, as a simulation computing its next step into it
 may. The zip codec keeps the I/O rank behind the compute ranks, so the I/O rank still needs step k - 1's
 array when flush k is called: the files hold the right samples only if flush k waited until it was durable.
+With ``"refuse": true`` the room for copies is smaller than a plane, and a second dataset checks the same of a
+flush that is refused before it hands anything over.
 """
 
 import json
@@ -28,7 +30,10 @@ def step_array(step):
 def run(world, a):
     import hzio
 
-    io = hzio.start_io_ranks(world, per_node=1, buffer_bytes=64 << 20, in_flight=2)
+    # Each compute rank's region holds its two arrays and, with "refuse", less room for copies than a plane
+    room = (64 << 10) if a.get("refuse") else (8 << 20)
+    per_rank = 2 * (SHAPE[0] // (world.size - 1)) * SHAPE[1] * SHAPE[2] * 4 + room
+    io = hzio.start_io_ranks(world, per_node=1, buffer_bytes=(world.size - 1) * per_rank, in_flight=2)
     if io.is_io_rank:
         io.serve()
         return
@@ -46,10 +51,34 @@ def run(world, a):
             r = ds.flush()
             reports.append({"waited": r.waited, "reason": r.reason, "copied": r.copied, "in_place": r.in_place})
             outs[(step + 1) % 2][...] = -1  # step - 1's array: free once this flush returned
+    refused = refuse_after_in_place(hzio, io, comm, a, outs, steps, z0) if a.get("refuse") else None
     io.close()
     every = comm.gather(reports, root=0)
     if comm.rank == 0:
-        print(json.dumps({"reports": every}))
+        print(json.dumps({"reports": every, "refused": refused}))
+
+
+def refuse_after_in_place(hzio, io, comm, a, outs, steps, z0):
+    """Dataset ``refused.idx``: step 0 handed over in place, then a flush the I/O side never sees (a copy whose
+    plane exceeds the room the shared arrays leave), then step 0's array overwritten at once; returns the
+    refusal's message."""
+    ds = hzio.create(os.path.join(a["out"], "refused.idx"), shape=SHAPE, fields={"t": "float32"}, times=range(2),
+                     codec="zip", comm=comm, io=io, overwrite=True)
+    outs[0][...] = steps[0]
+    ds.write(outs[0], offset=(z0, 0, 0), field="t", time=0, copy=False)
+    ds.flush()
+    ds.write(steps[1], offset=(z0, 0, 0), field="t", time=1)  # copied at flush: its plane does not fit
+    message = None
+    try:
+        ds.flush()
+    except hzio.InvalidArgumentError as e:
+        message = str(e)
+    outs[0][...] = -1  # free once that flush returned, refused or not
+    try:
+        ds.close()  # the copy is still staged: refused again, after step 0 is durable
+    except hzio.InvalidArgumentError:
+        pass
+    return message
 
 
 if __name__ == "__main__":
