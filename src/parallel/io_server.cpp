@@ -117,8 +117,10 @@ class Server {
     const auto index =
         static_cast<size_t>(std::find(io_.clients.begin(), io_.clients.end(), c.client) - io_.clients.begin());
     const auto first = static_cast<int64_t>(index * region), end = first + static_cast<int64_t>(region);
+    // A dataset that failed is never flushed again (its error answers its later flushes and its close):
+    // its later pieces are released without being staged, so that they do not pile up until the close.
     for (const Piece& p : pieces) {
-      if (!s.is_ok() || it == open_.end() || !it->second.ds) break;
+      if (!s.is_ok() || it == open_.end() || !it->second.ds || !it->second.error.is_ok()) break;
       if (p.at < first || p.bytes < 0 || p.at > end || p.bytes > end - p.at) {
         s = internal_error("a batch names bytes outside the sending rank's region of the shared buffer");
         break;

@@ -111,6 +111,18 @@ def test_an_error_on_the_io_side_reaches_every_compute_rank(tmp_path):
     assert len(result["errors"]) == 2 and all(e and "could not create" in e for e in result["errors"])
 
 
+def test_a_failed_dataset_does_not_pile_up_the_steps_it_will_never_write(tmp_path):
+    # step 0 committed, then the data folder becomes a file: every later flush fails on the I/O side, which
+    # copies each step out of its small buffer; the copies of a dataset that can no longer flush must go
+    result, describe = _run(3, 3, {"out": str(tmp_path), "flushes": 8}, script="io_ranks_failed")
+    assert result is not None, describe
+    for errors in result["errors"]:
+        assert all(e is not None for e in errors), errors
+    first, last = result["rss_kib"]
+    # six more steps of 16 MiB each reached the I/O rank after the first measure; kept, they would add 96 MiB
+    assert last - first < 32 * 1024, result["rss_kib"]
+
+
 def test_start_io_ranks_checks_its_arguments():
     pytest.importorskip("mpi4py")
     from mpi4py import MPI
