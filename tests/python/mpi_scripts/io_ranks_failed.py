@@ -16,6 +16,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from abort_on_failure import aborting_every_rank  # noqa: E402
+from io_ranks_write import slab  # noqa: E402
 
 SHAPE = (64, 256, 256)  # 16 MiB of float32
 
@@ -34,7 +35,7 @@ def run(world, a):
         io.serve()
         return
     comm = io.compute_comm
-    z0, z1 = SHAPE[0] * comm.rank // comm.size, SHAPE[0] * (comm.rank + 1) // comm.size
+    z0, z1 = slab(comm.rank, comm.size, SHAPE[0])
     data = np.random.default_rng(comm.rank).random((z1 - z0,) + SHAPE[1:], dtype=np.float32)
     path = os.path.join(a["out"], "run.idx")
     errors, rss = [], []

@@ -19,6 +19,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from abort_on_failure import aborting_every_rank  # noqa: E402
+from io_ranks_write import slab  # noqa: E402
 
 SHAPE = (96, 256, 256)
 
@@ -38,7 +39,7 @@ def run(world, a):
         io.serve()
         return
     comm = io.compute_comm
-    z0, z1 = SHAPE[0] * comm.rank // comm.size, SHAPE[0] * (comm.rank + 1) // comm.size
+    z0, z1 = slab(comm.rank, comm.size, SHAPE[0])
     outs = [io.shared_array((z1 - z0,) + SHAPE[1:], np.float32) for _ in range(2)]
     steps = [step_array(step)[z0:z1] for step in range(a["steps"])]  # computed ahead: the loop is only I/O
     reports = []
