@@ -5,15 +5,16 @@ Each repetition starts ``mpiexec -n N`` anew, so its first timed write is the fi
 owns one box of a global float32 cube and, between two barriers, either writes its box to a file of its own
 (``os.write`` per MiB, ``fsync``: file per process) or takes part in one hzio collective write
 (``hzio.create(..., comm=...)``, ``write``, ``close`` with ``durable=True``), with the default staging copy
-(``hzio``) or ``copy=False`` (``hzio-nocopy``), through one I/O rank from a copy (``hzio-io``) or from arrays
-in the node's buffer (``hzio-io-shared``); ``one`` is one process writing the whole cube alone (the
-serial writer on every core), the rate a collective write should at least reach. Rank 0 samples the disk's
-``/sys/block/<dev>/stat`` every ``--sample-ms`` on a helper thread while the ranks write, and every rank
-notes when each call returned. ``--idle S`` waits S seconds before each fresh run: memory the machine has
+(``hzio``) or ``copy=False`` (``hzio-nocopy``), or from arrays in node memory (``hzio-node``:
+``hzio.shared_array``, read where they lie by the aggregators), through one I/O rank from a copy
+(``hzio-io``) or from arrays in the node's buffer (``hzio-io-shared``); ``one`` is one process writing the
+whole cube alone (the serial writer on every core), the rate a collective write should at least reach. Rank 0
+samples the disk's ``/sys/block/<dev>/stat`` every ``--sample-ms`` on a helper thread while the ranks write, and
+every rank notes when each call returned. ``--idle S`` waits S seconds before each fresh run: memory the machine has
 not touched for a while can cost more on its first touch (see bench/README.md), which a first write pays.
 
     .venv/bin/python bench/first_write_bench.py [--ranks 4] [--size 512] [--reps 5] [--writes 2] [--idle 0,40]
-        [--cases fpp,hzio,hzio-nocopy,hzio-io,hzio-io-shared,one]
+        [--cases fpp,hzio,hzio-nocopy,hzio-node,hzio-io,hzio-io-shared,one]
 """
 
 import argparse
@@ -37,14 +38,16 @@ MIB = 2**20
 SECTOR = 512  # /sys/block/<dev>/stat counts 512-byte sectors whatever the device's block size
 VMSTAT_KEYS = ("pgfault", "thp_fault_alloc", "compact_stall", "pgmajfault")
 # hzio: write(copy=True), the default (write returns at once, the flush reads a copy); hzio-nocopy:
-# write(copy=False) (the flush reads the caller's array, which must not change until then)
+# write(copy=False) (the flush reads the caller's array, which must not change until then); hzio-node: the
+# same from arrays in node memory (hzio.shared_array, filled before the clock starts), which the aggregators
+# read where they lie
 # hzio-io: through one I/O rank started for the run (an extra process: --ranks compute ranks and one more),
 # close() returning once the I/O rank has made the timestep durable
 # hzio-io-shared: the same, each rank's array lying in the node's buffer (io.shared_array, as a simulation
 # computes its output there) and written with copy=False: handed over without a copy
 # one: one process alone writes the whole cube (hzio.create without comm, its threads on every core), the
 # one-process writer a collective write should at least match
-CASES = ("fpp", "hzio", "hzio-nocopy", "hzio-io", "hzio-io-shared", "one")
+CASES = ("fpp", "hzio", "hzio-nocopy", "hzio-node", "hzio-io", "hzio-io-shared", "one")
 
 
 # ------------------------------------------------------------------------------------------ child (under MPI)
@@ -128,8 +131,8 @@ def child(args):
     shape = tuple(n // p for p in parts)
     offset = tuple(int(c) * s for c, s in zip(coord, shape))
     a = np.random.default_rng(rank).random(shape, dtype=np.float32)  # touched before the clock starts
-    if args.case == "hzio-io-shared":
-        a_shared = io.shared_array(shape, np.float32)
+    if args.case in ("hzio-io-shared", "hzio-node"):
+        a_shared = io.shared_array(shape, np.float32) if io else hzio.shared_array(comm, shape, np.float32)
         a_shared[...] = a
         a = a_shared
     for index in range(args.writes):
@@ -175,7 +178,7 @@ def one_write(args, comm, io, np, hzio, a, offset, index):
         if args.case == "one":  # the serial writer has no staging copy: write() writes
             ds.write(a, offset=offset, field="f")
         else:
-            ds.write(a, offset=offset, field="f", copy=args.case not in ("hzio-nocopy", "hzio-io-shared"))
+            ds.write(a, offset=offset, field="f", copy=args.case not in ("hzio-nocopy", "hzio-node", "hzio-io-shared"))
         marks["write"] = time.perf_counter() - t0
         ds.close()
         marks["close"] = time.perf_counter() - t0
@@ -320,7 +323,7 @@ def main():
     ap.add_argument("--dir", default=os.path.join(REPO_ROOT, "build", "bench_tmp", "first_write"))
     ap.add_argument("--json", default=os.path.join(HERE, "results", "first_write.json"))
     add_plot_option(ap)
-    ap.add_argument("--cases", default="fpp,hzio,hzio-nocopy,hzio-io,hzio-io-shared,one",
+    ap.add_argument("--cases", default="fpp,hzio,hzio-nocopy,hzio-node,hzio-io,hzio-io-shared,one",
                     help="comma-separated, in the order of the first repetition (default: all six)")
     ap.add_argument("--child", choices=CASES, help=argparse.SUPPRESS)
     args = ap.parse_args()

@@ -46,6 +46,33 @@ struct ParallelOptions {
   IndexSpace index_space = IndexSpace::kGlobal;
 };
 
+// Memory shared by the ranks of each node: each rank gets a region of one POSIX shared-memory object of its
+// node (MPI_Comm_split_type SHARED, or groups of $HZIO_RANKS_PER_NODE consecutive ranks when that is set).
+// A box a ParallelDataset stages from such a region without a copy (write_box_borrowed) is read where it
+// lies by its data file's aggregator when that rank is on the same node and maps the same memory: its
+// blocks are then neither made by the staging rank nor sent (docs/guide/parallel-io.md "Node memory").
+class NodeMemory {
+ public:
+  // Collective over `comm`. `bytes`: this rank's region (ranks may ask for different sizes). The memory
+  // is taken now: a node whose shared memory (/dev/shm) is too small fails here, on every rank.
+  // Errors: kIo.
+  static Result<std::unique_ptr<NodeMemory>> create(MPI_Comm comm, size_t bytes);
+  // Local. Unmaps the memory: arrays in it must not be used afterwards, nor be staged and not yet flushed.
+  ~NodeMemory();
+  NodeMemory(const NodeMemory&) = delete;
+  NodeMemory& operator=(const NodeMemory&) = delete;
+
+  // Local. This rank's region (page-aligned) and its size.
+  void* data() const;
+  size_t size() const;
+
+  struct Impl;
+
+ private:
+  explicit NodeMemory(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 class ParallelDataset {
  public:
   // Collective over `comm`. Creates the dataset (rank 0 writes the .idx); errors agree on every rank.

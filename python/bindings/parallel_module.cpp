@@ -90,6 +90,21 @@ void bind_io_ranks(nb::module_& m) {
         for (const auto& [name, dtype] : d.fields()) out.emplace_back(name, dtype.to_string());
         return out;
       });
+  nb::class_<NodeMemory>(m, "NodeMemory")
+      .def_static(
+          "create",
+          [](int64_t comm_handle, int64_t bytes) {
+            if (bytes < 0) throw HzioError{invalid_argument("node memory of " + std::to_string(bytes) + " bytes")};
+            MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(comm_handle));
+            nb::gil_scoped_release release;
+            return take(NodeMemory::create(comm, static_cast<size_t>(bytes)));
+          },
+          nb::arg("comm_handle"), nb::arg("bytes"))
+      .def("memory", [](nb::object self) {
+        // A view of this rank's region, keeping the NodeMemory object (which maps it) alive.
+        const NodeMemory& m = nb::cast<const NodeMemory&>(self);
+        return nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(m.data(), {m.size()}, self);
+      });
   nb::class_<IoRanks>(m, "IoRanks")
       .def_static(
           "start",

@@ -37,12 +37,14 @@ from .index_templates import grid_boxes, is_rank_conforming, rank_conforming_bit
 from .indexing_stats import index
 from .io_ranks import start_io_ranks
 from .mosaic import MosaicDataset, mosaic_path
+from .parallel import shared_array
 from .planning import plan
 
 __version__ = "0.1.0"
 
 __all__ = ["create", "open", "index", "parse_dtype", "to_dask", "from_dask", "grid_boxes", "rank_conforming_bitmask",
-           "is_rank_conforming", "why_not_rank_conforming", "plan", "start_io_ranks", "Dataset", "Field", "LevelView",
+           "is_rank_conforming", "why_not_rank_conforming", "plan", "start_io_ranks", "shared_array", "Dataset",
+           "Field", "LevelView",
            "ReadReport", "QueryReport", "ProgressiveReport", "WriteReport", "PhaseTimes", "LevelTimes", "IndexReport",
            "Error", "FormatError", "CorruptError", "NotFoundError", "InvalidArgumentError", "IoError",
            "UnsupportedError", "InternalError", "WaitTimeoutError"]

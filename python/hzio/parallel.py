@@ -196,3 +196,22 @@ def open_parallel(comm: Any, path: str, writable: bool, durable: bool, threads: 
     from .mosaic import ParallelMosaic, mosaic_path
     midx = mosaic_path(path)
     return ParallelMosaic(pcore, comm, midx) if midx else ParallelDataset(pcore, comm)
+
+
+def shared_array(comm: Any, shape: Any, dtype: Any = "float32") -> np.ndarray:
+    """Collective over ``comm`` (an mpi4py communicator). A new array of zeros in node memory: this
+    rank's region of one shared-memory object of its node (ranks may ask for different shapes).
+
+    Written with ``ds.write(array, copy=False)`` by a dataset over ``comm`` (or any communicator whose
+    ranks on this node all made it), the array is read where it lies by its data files' aggregators on
+    this node: its blocks are neither put in order by this rank nor sent to them
+    (docs/guide/parallel-io.md "Node memory"). As with every ``copy=False`` write, it must stay unchanged
+    until ``flush()`` or ``close()`` returns. The memory lives as long as the array (and its views)."""
+    _require_mpi()
+    dt = np.dtype(dtype)
+    shape = tuple(int(n) for n in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+    if any(n < 0 for n in shape):
+        raise ValueError(f"shared_array: negative shape {shape}")
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    memory = _core.NodeMemory.create(_fortran_handle(comm), nbytes)
+    return memory.memory().view(dt).reshape(shape)

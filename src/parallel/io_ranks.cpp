@@ -31,21 +31,6 @@ using namespace parallel::io_wire;  // NOLINT: the message format of this file a
 
 namespace {
 
-constexpr const char* kRanksPerNodeEnv = "HZIO_RANKS_PER_NODE";  // emulate nodes of this many ranks
-
-MPI_Comm node_comm(MPI_Comm comm) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm node = MPI_COMM_NULL;
-  const char* per_node = std::getenv(kRanksPerNodeEnv);
-  if (per_node && std::atoi(per_node) > 0) {
-    MPI_Comm_split(comm, rank / std::atoi(per_node), rank, &node);
-  } else {
-    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-  }
-  return node;
-}
-
 bool mpi_finalized() {
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -141,7 +126,7 @@ Result<std::unique_ptr<IoRanks>> IoRanks::start(MPI_Comm comm, const IoRanksOpti
   impl->options = options;
   int world_rank = 0;
   MPI_Comm_rank(comm, &world_rank);
-  impl->node = node_comm(comm);
+  impl->node = parallel::node_comm(comm);
   int n = 1, me = 0;
   MPI_Comm_size(impl->node, &n);
   MPI_Comm_rank(impl->node, &me);

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 namespace hzio::parallel {
@@ -119,6 +120,19 @@ void bcast_int64(MPI_Comm comm, std::vector<int64_t>& values, int root) {
   values.resize(static_cast<size_t>(n));
   MPI_Ibcast(values.data(), static_cast<int>(n), MPI_INT64_T, root, comm, &request);
   wait(request);
+}
+
+MPI_Comm node_comm(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm node = MPI_COMM_NULL;
+  const char* per_node = std::getenv("HZIO_RANKS_PER_NODE");
+  if (per_node && std::atoi(per_node) > 0) {
+    MPI_Comm_split(comm, rank / std::atoi(per_node), rank, &node);
+  } else {
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  }
+  return node;
 }
 
 }  // namespace hzio::parallel

@@ -35,6 +35,11 @@ MPI_Message probe(MPI_Comm comm, int source, int tag, MPI_Status& status);
 // Collective. Concatenates every rank's values, in rank order, on `root` (empty elsewhere).
 std::vector<int64_t> gather_int64(MPI_Comm comm, const std::vector<int64_t>& mine, int root);
 
+// Collective. The ranks of `comm` on this rank's node (MPI_Comm_split_type SHARED), or in its group of
+// $HZIO_RANKS_PER_NODE consecutive ranks when that is set (tests emulate several nodes on one machine).
+// The caller frees it.
+MPI_Comm node_comm(MPI_Comm comm);
+
 // Collective. `values` of `root` on every rank.
 void bcast_int64(MPI_Comm comm, std::vector<int64_t>& values, int root);
 

@@ -14,6 +14,7 @@
 #include "format/file_name.hpp"
 #include "io/posix_file.hpp"
 #include "parallel/mpi_util.hpp"
+#include "parallel/node_memory.hpp"
 #include "parallel/parallel_dataset_impl.hpp"
 #include "parallel/parallel_read.hpp"
 #include "parallel/records.hpp"
@@ -42,6 +43,13 @@ Result<std::unique_ptr<ParallelDataset::Impl>> make_parallel_impl(MPI_Comm comm,
   MPI_Comm_size(node, &node_size);
   MPI_Comm_free(&node);
   impl->one_node_ = node_size == impl->size_;
+  // Each rank's node (emulated ones too), named by the rank of its first rank.
+  MPI_Comm emulated = parallel::node_comm(impl->comm_);
+  int first = impl->rank_;
+  MPI_Bcast(&first, 1, MPI_INT, 0, emulated);
+  MPI_Comm_free(&emulated);
+  impl->node_of_.resize(static_cast<size_t>(impl->size_));
+  MPI_Allgather(&first, 1, MPI_INT, impl->node_of_.data(), 1, MPI_INT, impl->comm_);
   impl->options_ = options;
   return impl;
 }
@@ -222,7 +230,7 @@ void ParallelDataset::Impl::make_records(const parallel::RoundPlan& io, const st
   core::DatasetParts d = ds();
   const auto make = [&](size_t i, core::WriteTally& tally) {
     const auto& item = io.items[i];
-    const Staged& st = staged_[item.box];
+    const Source& st = sources_[item.box];
     parallel::write_record(d, st.field, st.time, st.box, st.data, item.block, send_buffer_.data() + item.bulk_at,
                            samples[i], tally);
   };
@@ -299,7 +307,7 @@ Status ParallelDataset::Impl::exchange_round(const parallel::WritePlan& plan, co
     if (!item.detached) continue;
     samples[i] = send_buffer_.data() + item.data_at;
     if (item.dest == xrank_) {
-      const Staged& st = staged_[item.box];
+      const Source& st = sources_[item.box];
       if (std::byte* p = place(format::entry_in_file(d.idx, st.field, item.block))) samples[i] = p;
       own_samples.push_back(samples[i]);
     }
@@ -379,25 +387,72 @@ Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times,
   return s;
 }
 
+std::optional<parallel::Adoption> ParallelDataset::Impl::adopt(const std::vector<parallel::BoxInfo>& boxes,
+                                                               const std::vector<parallel::NodePlace>& places) {
+  if (std::none_of(places.begin(), places.end(), [](const auto& p) { return p.token[0] != 0; }))
+    return std::nullopt;  // the same answer on every rank: they all saw every box
+  core::DatasetParts d = ds();
+  // A box is adopted when every rank of its node maps it (each answers for the boxes of its own node)...
+  std::vector<int> readable(boxes.size(), 1);
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    if (places[i].token[0] == 0) {
+      readable[i] = 0;
+    } else if (node_of_[static_cast<size_t>(boxes[i].rank)] == node_of_[static_cast<size_t>(rank_)]) {
+      const auto bytes = static_cast<size_t>(boxes[i].box.sample_count()) *
+                         d.coding[static_cast<size_t>(boxes[i].field)].dtype.bytes();
+      const std::byte* p = parallel::node_address(places[i], bytes);
+      readable[i] = p != nullptr;
+      if (p) sources_[i] = {boxes[i].field, boxes[i].time, boxes[i].box, p};
+    }
+  }
+  parallel::allreduce(MPI_IN_PLACE, readable.data(), static_cast<int>(readable.size()), MPI_INT, MPI_MIN, comm_);
+  // ...and every box of its rank is: a rank's records then keep their staging order (two boxes of one
+  // rank may overlap, and the later one wins).
+  std::vector<char> whole_rank(static_cast<size_t>(size_), 1);
+  for (size_t i = 0; i < boxes.size(); ++i)
+    if (!readable[i]) whole_rank[static_cast<size_t>(boxes[i].rank)] = 0;
+  parallel::Adoption a;
+  a.node_of = node_of_;
+  a.adopted.resize(boxes.size());
+  for (size_t i = 0; i < boxes.size(); ++i) a.adopted[i] = whole_rank[static_cast<size_t>(boxes[i].rank)];
+  return a;
+}
+
 Status ParallelDataset::Impl::plan_flush(FlushPlan& fp) {
   core::DatasetParts d = ds();
-  // Every rank learns every staged box: (field, time, lo, hi) per box.
+  // Every rank learns every staged box: (field, time, lo, hi) per box, and where it lies in node memory
+  // (token and offset; zeros when it does not: only borrowed boxes are read where they lie).
+  constexpr int kWords = 11;
   std::vector<int64_t> mine;
   for (const Staged& s : staged_) {
+    const int64_t bytes =
+        s.box.sample_count() * static_cast<int64_t>(d.coding[static_cast<size_t>(s.field)].dtype.bytes());
+    const std::optional<parallel::NodePlace> place =
+        part_ || s.copy.data() ? std::nullopt : parallel::find_node_place(s.data, static_cast<size_t>(bytes));
     mine.insert(mine.end(),
-                {s.field, s.time, s.box.lo[0], s.box.lo[1], s.box.lo[2], s.box.hi[0], s.box.hi[1], s.box.hi[2]});
-    fp.bytes += s.box.sample_count() * static_cast<int64_t>(d.coding[static_cast<size_t>(s.field)].dtype.bytes());
+                {s.field, s.time, s.box.lo[0], s.box.lo[1], s.box.lo[2], s.box.hi[0], s.box.hi[1], s.box.hi[2],
+                 place ? place->token[0] : 0, place ? place->token[1] : 0, place ? place->offset : 0});
+    fp.bytes += bytes;
   }
   std::vector<int> counts;
   const std::vector<int64_t> all = parallel::allgather_int64(xcomm_, mine, counts);
   size_t at = 0;
+  std::vector<parallel::NodePlace> places;
   for (int r = 0; r < xsize_; ++r) {
-    for (int i = 0; i < counts[r]; i += 8, at += 8) {
+    for (int i = 0; i < counts[r]; i += kWords, at += kWords) {
       fp.boxes.push_back({r, static_cast<int>(all[at]), all[at + 1],
                           Box{{all[at + 2], all[at + 3], all[at + 4]}, {all[at + 5], all[at + 6], all[at + 7]}}});
       fp.times.push_back(all[at + 1]);
+      places.push_back({{all[at + 8], all[at + 9]}, all[at + 10]});
     }
   }
+  // What this rank makes records from: its own boxes, and those it adopts.
+  size_t mine_at = 0;  // this rank's first box in `boxes`
+  for (int r = 0; r < xrank_; ++r) mine_at += static_cast<size_t>(counts[r] / kWords);
+  sources_.assign(fp.boxes.size(), {});
+  for (size_t k = 0; k < staged_.size(); ++k)
+    sources_[mine_at + k] = {staged_[k].field, staged_[k].time, staged_[k].box, staged_[k].data};
+  const std::optional<parallel::Adoption> adoption = adopt(fp.boxes, places);
   std::sort(fp.times.begin(), fp.times.end());
   fp.times.erase(std::unique(fp.times.begin(), fp.times.end()), fp.times.end());
   std::vector<int64_t> block_bytes;
@@ -408,8 +463,6 @@ Status ParallelDataset::Impl::plan_flush(FlushPlan& fp) {
   fp.plan = parallel::make_write_plan(d.idx, d.space, fp.boxes, xsize_, plan_options, block_bytes);
   // Each round's sends and receives up front, so that the buffers are sized once and the size limits
   // agreed once for the whole flush.
-  size_t mine_at = 0;  // this rank's first box in `boxes`
-  for (int r = 0; r < xrank_; ++r) mine_at += static_cast<size_t>(counts[r] / 8);
   std::vector<bool> raw;
   for (const core::FieldCoding& fc : d.coding) raw.push_back(fc.codec.kind == codec::CodecKind::kRaw);
   const auto shape_of = [&](int field, const Box& box, uint64_t block) {
@@ -418,7 +471,7 @@ Status ParallelDataset::Impl::plan_flush(FlushPlan& fp) {
   int64_t send_max = 0, recv_max = 0;
   for (const auto& round : fp.plan.rounds) {
     fp.rounds.push_back(parallel::plan_round(d.idx, fp.plan, round, fp.boxes, {mine_at, staged_.size()}, xrank_, xsize_,
-                                             raw, shape_of));
+                                             raw, shape_of, adoption ? &*adoption : nullptr));
     send_max = std::max(send_max, fp.rounds.back().send_bytes);
     recv_max = std::max(recv_max, fp.rounds.back().recv_bytes);
   }

@@ -7,6 +7,7 @@
 #include <span>
 #include <utility>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/dataset_parts.hpp"
@@ -14,6 +15,7 @@
 #include "hzio/mosaic.hpp"
 #include "hzio/parallel.hpp"
 #include "hzorder/partition.hpp"
+#include "parallel/node_memory.hpp"
 #include "parallel/partition_plan.hpp"
 #include "parallel/round_plan.hpp"
 #include "parallel/write_plan.hpp"
@@ -33,7 +35,17 @@ class ParallelDataset::Impl {
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
-  bool one_node_ = false;  // every rank shares this node's memory (and page cache)
+  bool one_node_ = false;     // every rank shares this node's memory (and page cache)
+  std::vector<int> node_of_;  // per rank of comm_: its node (parallel::node_comm), as its first rank there
+  // Per box of the flush being written (FlushPlan::boxes): what this rank makes records from, its own
+  // staged boxes and those it adopts (NodeMemory); null for the others.
+  struct Source {
+    int field = 0;
+    int64_t time = 0;
+    Box box;
+    const std::byte* data = nullptr;
+  };
+  std::vector<Source> sources_;
   ParallelOptions options_;
   std::unique_ptr<Dataset> dataset_;
   std::vector<Staged> staged_;
@@ -142,6 +154,10 @@ class ParallelDataset::Impl {
   // Local. Makes this rank's records of a round (parallel::write_record) into the send buffer, with a
   // detached block's samples at `samples` of its item; on the dataset's pool when it has several threads.
   void make_records(const parallel::RoundPlan& io, const std::vector<std::byte*>& samples, core::WriteTally& t);
+  // Collective over comm_ when a staged box lies in node memory (else Local). Which boxes the aggregators
+  // of their node read where they lie (NodeMemory); fills sources_ for those this rank can read.
+  std::optional<parallel::Adoption> adopt(const std::vector<parallel::BoxInfo>& boxes,
+                                          const std::vector<parallel::NodePlace>& places);
   // Local status: a failing rank still joins every later round, and flush() agrees once at the end.
   Status exchange_round(const parallel::WritePlan& plan, const parallel::RoundPlan& io, core::WriteTally& t);
   // Collective over every rank. `files`: per new timestep, the first blocks of the files written (needed

@@ -12,8 +12,15 @@ namespace hzio::parallel {
 
 RoundPlan plan_round(const format::IdxFile& idx, const WritePlan& plan, const std::vector<int>& round,
                      const std::vector<BoxInfo>& boxes, OwnBoxes own, int rank, int ranks, const std::vector<bool>& raw,
-                     const RecordShapeOf& shape_of) {
+                     const RecordShapeOf& shape_of, const Adoption* adoption) {
   const int64_t bpf = idx.blocks_per_file;
+  // Who makes the records of box i for `dest`: the rank that staged it, or `dest` itself when it reads
+  // the box where it lies in their node's memory.
+  const auto maker = [&](size_t i, int dest) {
+    const int owner = boxes[i].rank;
+    if (!adoption || !adoption->adopted[i]) return owner;
+    return adoption->node_of[static_cast<size_t>(owner)] == adoption->node_of[static_cast<size_t>(dest)] ? dest : owner;
+  };
   // The blocks of an ascending list that a chunk holds for one field: its entries of a field are one
   // block range (interleaved datasets are refused).
   const auto in_chunk = [&](const Chunk& c, int field, const std::vector<uint64_t>& blocks) {
@@ -54,13 +61,16 @@ RoundPlan plan_round(const format::IdxFile& idx, const WritePlan& plan, const st
     for (; next < order.size() && plan.chunks[static_cast<size_t>(order[next])].aggregator == r; ++next) {
       const int c = order[next];
       const Chunk& chunk = plan.chunks[static_cast<size_t>(c)];
-      for (size_t k = 0; k < own.count; ++k) {
-        const BoxInfo& st = boxes[own.first + k];
-        if (st.time != chunk.time) continue;
-        for (uint64_t b : in_chunk(chunk, st.field, *plan.box_blocks[own.first + k])) {
+      // This rank's boxes, and for its own chunk those it adopts, in `boxes` order (its own in staging order).
+      const size_t first = adoption && r == rank ? 0 : own.first;
+      const size_t last = adoption && r == rank ? boxes.size() : own.first + own.count;
+      for (size_t i = first; i < last; ++i) {
+        const BoxInfo& st = boxes[i];
+        if (st.time != chunk.time || maker(i, r) != rank) continue;
+        for (uint64_t b : in_chunk(chunk, st.field, *plan.box_blocks[i])) {
           const RecordShape shape = shape_of(st.field, st.box, b);
           const bool det = detached(c, st.field, b, shape);
-          io.items.push_back({k, b, r, det, total, 0, det ? static_cast<int64_t>(shape.samples) : 0});
+          io.items.push_back({i, b, r, det, total, 0, det ? static_cast<int64_t>(shape.samples) : 0});
           total += static_cast<int64_t>(shape.bulk_bytes(det));
         }
       }
@@ -87,7 +97,7 @@ RoundPlan plan_round(const format::IdxFile& idx, const WritePlan& plan, const st
       if (b.time != chunk.time) continue;
       for (uint64_t block : in_chunk(chunk, b.field, *plan.box_blocks[i])) {
         entries.insert(entry_of(b.field, block));
-        if (b.rank == rank) continue;
+        if (maker(i, rank) == rank) continue;
         const RecordShape shape = shape_of(b.field, b.box, block);
         const bool det = detached(c, b.field, block, shape);
         bulk_from[static_cast<size_t>(b.rank)] += static_cast<int64_t>(shape.bulk_bytes(det));

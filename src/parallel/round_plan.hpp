@@ -20,7 +20,7 @@ namespace hzio::parallel {
 // data file's direct buffer.
 struct RoundPlan {
   struct Item {  // a record this rank makes for `dest` (itself included)
-    size_t box;  // which of this rank's staged boxes (in staging order)
+    size_t box;  // which of every rank's boxes (an index into plan_round's `boxes`)
     uint64_t block;
     int dest;
     bool detached;
@@ -48,15 +48,23 @@ struct OwnBoxes {
   size_t count = 0;
 };
 
+// Boxes an aggregator reads where they lie (NodeMemory): box i is adopted when every rank on its node can
+// read it there; the aggregators on that node then make its records for their own chunks themselves.
+struct Adoption {
+  std::vector<char> adopted;  // per box of plan_round's `boxes`
+  std::vector<int> node_of;   // per rank: its node
+};
+
 // The shape of the record of (field, box, block): record_shape for a dataset.
 using RecordShapeOf = std::function<RecordShape(int field, const Box& box, uint64_t block)>;
 
 // Local, deterministic. The plan of round `round` (chunk indices of plan.rounds) for `rank` of `ranks`.
 // `boxes`: every rank's, in rank order; raw[f]: field f has the raw codec (only raw blocks travel
 // detached). Every rank's plan of a round agrees with every other's: what one sends to a rank is what
-// that rank expects from it.
+// that rank expects from it. With `adoption`, an aggregator makes the records of the boxes it adopts for
+// its own chunk (in `boxes` order), and their ranks send nothing for them.
 RoundPlan plan_round(const format::IdxFile& idx, const WritePlan& plan, const std::vector<int>& round,
                      const std::vector<BoxInfo>& boxes, OwnBoxes own, int rank, int ranks, const std::vector<bool>& raw,
-                     const RecordShapeOf& shape_of);
+                     const RecordShapeOf& shape_of, const Adoption* adoption = nullptr);
 
 }  // namespace hzio::parallel

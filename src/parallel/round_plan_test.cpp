@@ -92,8 +92,7 @@ void check_round(const WriteCase& s, const std::vector<int>& round) {
       const int c = chunk_of(s, round, b.field, b.time, block);
       if (c < 0) continue;
       ++records[{c, format::entry_in_file(s.idx, b.field, block)}];
-      const OwnBoxes own = own_boxes(s.boxes, b.rank);
-      expect[b.rank].push_back({s.plan.chunks[static_cast<size_t>(c)].aggregator, i - own.first, block});
+      expect[b.rank].push_back({s.plan.chunks[static_cast<size_t>(c)].aggregator, i, block});
     }
   }
   for (int r = 0; r < s.ranks; ++r) {
@@ -107,7 +106,7 @@ void check_round(const WriteCase& s, const std::vector<int>& round) {
     // Detached: a large whole block of a raw field, its block's only record in the round.
     int64_t end = 0;
     for (const auto& item : p.items) {
-      const BoxInfo& b = s.boxes[own_boxes(s.boxes, r).first + item.box];
+      const BoxInfo& b = s.boxes[item.box];
       const RecordShape shape = stub_shape(b.field, b.box, item.block);
       const int c = chunk_of(s, round, b.field, b.time, item.block);
       const bool detached = shape.whole && shape.samples >= kDetachedBlockBytes && s.raw[b.field] &&
@@ -130,7 +129,7 @@ void check_round(const WriteCase& s, const std::vector<int>& round) {
       std::vector<std::pair<int64_t, int64_t>> sent, expected;
       for (const auto& item : p.items)
         if (item.detached && item.dest == q) {
-          const BoxInfo& b = s.boxes[own_boxes(s.boxes, r).first + item.box];
+          const BoxInfo& b = s.boxes[item.box];
           sent.push_back({format::entry_in_file(s.idx, b.field, item.block), item.data_bytes});
         }
       for (const auto& in : plans[q].incoming)
@@ -176,12 +175,12 @@ TEST(RoundPlan, ABlockWithSeveralRecordsNeverTravelsDetached) {
       plans.push_back(plan_round(s.idx, s.plan, round, s.boxes, own_boxes(s.boxes, r), r, s.ranks, s.raw, stub_shape));
     for (int r = 0; r < s.ranks; ++r)
       for (const auto& item : plans[r].items) {
-        const BoxInfo& b = s.boxes[own_boxes(s.boxes, r).first + item.box];
+        const BoxInfo& b = s.boxes[item.box];
         ++makers[key_of(s, b, item.block)];
       }
     for (int r = 0; r < s.ranks; ++r)
       for (const auto& item : plans[r].items) {
-        const BoxInfo& b = s.boxes[own_boxes(s.boxes, r).first + item.box];
+        const BoxInfo& b = s.boxes[item.box];
         const int n = makers[key_of(s, b, item.block)];
         if (n > 1) {
           ++shared;

@@ -96,6 +96,18 @@ CASES = {
         shape=[31, 44, 20], fields=[["a", "float64"], ["i", "int16", {"codec": "lz4"}]], times=[0, 1],
         codec="raw", layout="rowmajor", bits_per_block=7, blocks_per_file=2, placement="uniform",
         aggregator_bytes=3000, partitions=4, flushes=2, holes=0.2),
+    # Every write (junk rewrites too) from node memory: the aggregators read the boxes where they lie, so
+    # no record travels; a rank's overlapping writes must keep their order.
+    "zip-node-memory-rewrites": dict(
+        shape=[40, 33, 17], fields=[["t", "float32"], ["c", "uint8[3]"]], times=[0, 2], codec="zip",
+        bits_per_block=9, blocks_per_file=4, placement="localized", idle_ranks=1, rewrite=0.3, node_memory=1.0,
+        sub_block_bits=2),
+    # Half the writes from node memory, the others borrowed or copied: ranks with both are not read where
+    # they lie; whole raw blocks in rounds, durable.
+    "raw-node-memory-mixed-slabs": dict(
+        shape=[128, 64, 64], fields=[["f", "float32"], ["s", "int16", {"codec": "lz4"}]], times=[0, 1],
+        codec="raw", bits_per_block=14, blocks_per_file=4, placement="localized", aggregator_bytes=200000,
+        durable=True, slabs=True, borrow=0.5, rewrite=0.3, node_memory=0.5),
     "raw-slabs-partitions-8": dict(
         shape=[64, 32, 32], fields=[["f", "float32"]], times=[0, 1], codec="raw", bits_per_block=9,
         blocks_per_file=8, placement="localized", partitions=8, slabs=True, durable=True),
@@ -235,6 +247,37 @@ def test_collective_files_are_byte_identical_to_one_process_files(collective_run
     assert par_text.replace("./parallel/", "./serial/") == ser_text
 
 
+@pytest.mark.parametrize("name", ["zip-node-memory-rewrites", "raw-node-memory-mixed-slabs"])
+def test_node_memory_across_emulated_nodes_is_read_where_it_lies_only_on_its_node(tmp_path, seed, name):
+    """Four ranks as two nodes of two ($HZIO_RANKS_PER_NODE): a box in node memory is read where it lies
+    by aggregators of its own node and sent to the others; the files stay those of one process."""
+    case = dict(CASES[name], node_memory=1.0, borrow=0.0)
+    runs = {}
+    for per_node in ("2", "4"):
+        env_before = os.environ.get("HZIO_RANKS_PER_NODE")
+        os.environ["HZIO_RANKS_PER_NODE"] = per_node
+        try:
+            out = tmp_path / f"per-node-{per_node}"
+            run = run_mpi(4, SCRIPTS / "write_random.py", {"out": str(out), "seed": seed, "case": case})
+        finally:
+            if env_before is None:
+                del os.environ["HZIO_RANKS_PER_NODE"]
+            else:
+                os.environ["HZIO_RANKS_PER_NODE"] = env_before
+        lines = [ln for ln in run.stdout.splitlines() if ln.startswith("{")]
+        assert run.returncode == 0 and lines, run.describe()
+        runs[per_node] = json.loads(lines[-1])
+    for per_node, result in runs.items():
+        par, ser = Path(result["parallel"]).with_suffix(""), Path(result["serial"]).with_suffix("")
+        par_files, ser_files = _tree(par), _tree(ser)
+        assert sorted(par_files) == sorted(ser_files) and par_files
+        assert all(p.read_bytes() == ser_files[rel].read_bytes() for rel, p in par_files.items()), per_node
+    one_node = sum(r["messages"] for r in runs["4"]["reports"][0])
+    two_nodes = sum(r["messages"] for r in runs["2"]["reports"][0])
+    assert one_node == 0, "on one node every box in node memory is read where it lies"
+    assert two_nodes > 0, "the other node's aggregators cannot read a box where it lies: it must be sent"
+
+
 @grid
 @cases
 def test_collective_flush_reports_match_the_writes(collective_run, seed, nprocs, name):
@@ -269,6 +312,8 @@ def test_collective_flush_reports_match_the_writes(collective_run, seed, nprocs,
         else:
             _check_partitioned_report(rep, case, nprocs)
         assert sum(lv["bytes"] for lv in rep["levels"]) == rep["file_bytes"]
+        if case.get("node_memory", 0) == 1.0 and case["partitions"] == 1:  # every rank on this machine's node
+            assert rep["messages"] == 0, "boxes in node memory were sent instead of read where they lie"
     if case["flushes"] != 1:
         return
     rep = reports[0][0]

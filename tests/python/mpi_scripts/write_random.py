@@ -33,7 +33,7 @@ from abort_on_failure import aborting_every_rank  # noqa: E402
 _DEFAULTS = dict(times=None, written_times=None, codec="raw", layout="hzorder", bitmask=None, bits_per_block=None,
                  blocks_per_file=None, placement="localized", aggregator_count=0, aggregator_bytes=256 << 20,
                  holes=0.0, idle_ranks=0, flushes=1, durable=False, borrow=0.0, rewrite=0.0,
-                 sub_block_bits=None, slabs=False, partitions=1)
+                 sub_block_bits=None, slabs=False, partitions=1, node_memory=0.0)
 
 
 def normalize_case(case: dict) -> dict:
@@ -51,7 +51,9 @@ def normalize_case(case: dict) -> dict:
     box or a random part of it, in the same flush, which the real write that follows must replace; a
     rank's first write always is); ``slabs`` (instead of random boxes, rank r writes the r-th of
     near-equal slabs along the first axis: large boxes that hold whole blocks); ``partitions`` (domain
-    partitioning of the collective write, as in ``hzio.create``).
+    partitioning of the collective write, as in ``hzio.create``); ``node_memory`` (probability that a write,
+    junk or real, is staged with ``copy=False`` from an array in node memory, ``hzio.shared_array``: the
+    aggregators on the node read it where it lies).
     """
     out = dict(_DEFAULTS)
     out.update(case)
@@ -187,7 +189,24 @@ def write_collectively(comm, path, seed, case, arrays):
     rewrote = False  # the first write of a rank is always rewritten when the case asks for rewrites
     for flush in range(int(case["flushes"])):
         nbytes = njunk = 0
-        for r, fl, f, t, lo, hi in writes:
+        # Node memory for every write of this flush that may go there (collective: once per flush).
+        mine = [w for w in writes if w[0] == rank and w[1] == flush]
+        room = sum(2 * _box_data(arrays, f, t, lo, hi).nbytes + 128 for _, _, f, t, lo, hi in mine)
+        pool = hzio.shared_array(comm, room, np.uint8) if case["node_memory"] > 0 else None
+        used = 0
+
+        def in_node_memory(array):
+            """A copy of `array` in node memory, with probability node_memory; else None."""
+            nonlocal used
+            if pool is None or rng.random() >= case["node_memory"]:
+                return None
+            at = (used + 63) // 64 * 64
+            used = at + array.nbytes
+            out = pool[at:used].view(array.dtype).reshape(array.shape)
+            out[...] = array
+            return out
+
+        for r, fl, f, t, lo, hi in mine:
             if r == rank and fl == flush:
                 data = np.array(_box_data(arrays, f, t, lo, hi), copy=True)
                 if case["rewrite"] > 0 and (not rewrote or rng.random() < case["rewrite"]):
@@ -196,9 +215,17 @@ def write_collectively(comm, path, seed, case, arrays):
                     sub_hi = [int(rng.integers(a + 1, h + 1)) if rng.random() < 0.5 else h for a, h in zip(sub_lo, hi)]
                     part = tuple(slice(a - l, b - l) for a, b, l in zip(sub_lo, sub_hi, lo))
                     junk = np.full_like(data[part], 7)
-                    ds.write(junk, offset=sub_lo, field=f, time=t)
+                    shared_junk = in_node_memory(junk)
+                    if shared_junk is not None:
+                        ds.write(shared_junk, offset=sub_lo, field=f, time=t, copy=False)
+                    else:
+                        ds.write(junk, offset=sub_lo, field=f, time=t)
                     njunk += junk.nbytes
-                borrow = rng.random() < case["borrow"]
+                shared = in_node_memory(data)
+                if shared is not None:
+                    data, borrow = shared, True
+                else:
+                    borrow = rng.random() < case["borrow"]
                 ds.write(data, offset=lo, field=f, time=t, copy=not borrow)
                 if not borrow:
                     data[...] = 3  # the staged copy must not see this
