@@ -54,6 +54,18 @@ hzio_status hzio_pdataset_read_box(hzio_pdataset* ds, const int64_t lo[3], const
 /* Collective. Flushes, closes and frees the handle. */
 hzio_status hzio_pdataset_close(hzio_pdataset* ds);
 
+/* Node memory (docs/guide/parallel-io.md "Node memory"): each rank's region of one shared-memory object of its
+ * node. A box staged from it with hzio_pdataset_write_box_borrowed is read where it lies by its files'
+ * aggregators on that node, without being ordered or sent by this rank. */
+typedef struct hzio_node_memory hzio_node_memory;
+/* Collective over `comm`. A region of `bytes` for this rank (ranks may ask for different sizes), taken now:
+ * a node whose /dev/shm is too small fails here, on every rank. */
+hzio_status hzio_node_memory_create(MPI_Comm comm, size_t bytes, hzio_node_memory** out);
+/* Local. This rank's region (page-aligned), valid until hzio_node_memory_free. */
+void* hzio_node_memory_data(const hzio_node_memory* memory);
+/* Local. Unmaps the memory and frees the handle (NULL: nothing). No box staged from it may await a flush. */
+void hzio_node_memory_free(hzio_node_memory* memory);
+
 /* Dedicated I/O ranks (docs/guide/parallel-io.md "I/O ranks"): compute ranks hand their boxes to an I/O rank
  * of their node through shared memory and compute on while the I/O ranks write. */
 typedef struct hzio_io_ranks hzio_io_ranks;

@@ -17,6 +17,9 @@ struct hzio_pdataset {
 struct hzio_io_ranks {
   std::unique_ptr<hzio::IoRanks> io;
 };
+struct hzio_node_memory {
+  std::unique_ptr<hzio::NodeMemory> memory;
+};
 
 struct hzio_io_dataset {
   std::unique_ptr<hzio::IoDataset> ds;
@@ -114,6 +117,19 @@ hzio_status hzio_pdataset_close(hzio_pdataset* ds) {
   delete ds;
   return hzio::c_api::done(s);
 }
+
+hzio_status hzio_node_memory_create(MPI_Comm comm, size_t bytes, hzio_node_memory** out) {
+  if (!out) return hzio::c_api::fail(hzio::invalid_argument("out is NULL"));
+  *out = nullptr;
+  auto m = hzio::NodeMemory::create(comm, bytes);
+  if (!m.is_ok()) return hzio::c_api::fail(m.status());
+  *out = new (std::nothrow) hzio_node_memory{std::move(m).value()};
+  return *out ? HZIO_OK : hzio::c_api::fail(hzio::internal_error("out of memory"));
+}
+
+void* hzio_node_memory_data(const hzio_node_memory* memory) { return memory ? memory->memory->data() : nullptr; }
+
+void hzio_node_memory_free(hzio_node_memory* memory) { delete memory; }
 
 hzio_status hzio_io_ranks_start(MPI_Comm comm, const hzio_io_ranks_options* options, hzio_io_ranks** out) {
   if (!out) return hzio::c_api::fail(hzio::invalid_argument("out is NULL"));
