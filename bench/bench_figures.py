@@ -374,7 +374,9 @@ def first_write_figure(plt, report):
     kinds = {"first write": lambda r: r.get("write", 0) == 0, "later writes": lambda r: r.get("write", 0) > 0}
     groups = [f"{k}, idle {i:g} s" for i in idles for k in kinds if any(kinds[k](r) for r in runs)]
     series = {c: label for c, label in (("fpp", "file per process"), ("hzio", "hzio collective write"),
-                                         ("hzio-nocopy", "hzio, copy=False"), ("hzio-io", "hzio through an I/O rank"),
+                                         ("hzio-nocopy", "hzio, copy=False"),
+                                         ("hzio-node", "hzio, arrays in node memory"),
+                                         ("hzio-io", "hzio through an I/O rank"),
                                          ("hzio-io-shared", "I/O rank, arrays in its buffer"),
                                          ("one", "one process alone"))
               if any(r["case"] == c for r in runs)}
