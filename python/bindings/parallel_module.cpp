@@ -94,10 +94,10 @@ void bind_io_ranks(nb::module_& m) {
       .def_static(
           "create",
           [](int64_t comm_handle, int64_t bytes) {
-            if (bytes < 0) throw HzioError{invalid_argument("node memory of " + std::to_string(bytes) + " bytes")};
+            // A negative size (a rank's bad request) still takes part, so that every rank fails with it.
             MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(comm_handle));
             nb::gil_scoped_release release;
-            return take(NodeMemory::create(comm, static_cast<size_t>(bytes)));
+            return take(NodeMemory::create(comm, bytes < 0 ? SIZE_MAX : static_cast<size_t>(bytes)));
           },
           nb::arg("comm_handle"), nb::arg("bytes"))
       .def("memory", [](nb::object self) {

@@ -20,6 +20,7 @@ Run with ``mpiexec -n 4 python script.py``::
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal, Sequence
 
 import numpy as np
@@ -208,10 +209,22 @@ def shared_array(comm: Any, shape: Any, dtype: Any = "float32") -> np.ndarray:
     (docs/guide/parallel-io.md "Node memory"). As with every ``copy=False`` write, it must stay unchanged
     until ``flush()`` or ``close()`` returns. The memory lives as long as the array (and its views)."""
     _require_mpi()
-    dt = np.dtype(dtype)
-    shape = tuple(int(n) for n in (shape if isinstance(shape, (tuple, list)) else (shape,)))
-    if any(n < 0 for n in shape):
-        raise ValueError(f"shared_array: negative shape {shape}")
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-    memory = _core.NodeMemory.create(_fortran_handle(comm), nbytes)
+    handle = _fortran_handle(comm)
+    # A bad request still joins the collective call (as a negative size), so that the other ranks fail
+    # with it instead of waiting; this rank then raises its own error.
+    problem: Exception | None = None
+    try:
+        dt = np.dtype(dtype)
+        shape = tuple(int(n) for n in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+        if any(n < 0 for n in shape):
+            raise ValueError(f"shared_array: negative shape {shape}")
+        nbytes = math.prod(shape) * dt.itemsize  # Python integers: no overflow
+    except (TypeError, ValueError) as e:
+        problem, nbytes = e, -1
+    try:
+        memory = _core.NodeMemory.create(handle, min(nbytes, 2**63 - 1))
+    except Exception:
+        if problem is not None:
+            raise problem from None
+        raise
     return memory.memory().view(dt).reshape(shape)

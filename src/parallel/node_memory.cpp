@@ -39,18 +39,25 @@ std::vector<const NodeMemory::Impl*>& registry() {
   return r;
 }
 
-constexpr size_t kPage = 4096;
+// A rank's region at most (2^52 bytes, 4 PiB): sums of a node's regions cannot overflow.
+constexpr size_t kMaxRegion = size_t{1} << 52;
 
 }  // namespace
 
 Result<std::unique_ptr<NodeMemory>> NodeMemory::create(MPI_Comm comm, size_t bytes) {
+  // Every rank hears of a request no node can hold before any waits for it in the node's calls.
+  HZIO_RETURN_IF_ERROR(parallel::agree(
+      comm, bytes > kMaxRegion ? invalid_argument("node memory of " + std::to_string(bytes) +
+                                                  " bytes for one rank: more than 2^52 (or an invalid request)")
+                               : Status::ok()));
+  const auto page = static_cast<size_t>(std::max(4096L, ::sysconf(_SC_PAGESIZE)));
   MPI_Comm node = parallel::node_comm(comm);
   int node_rank = 0, node_size = 1;
   MPI_Comm_rank(node, &node_rank);
   MPI_Comm_size(node, &node_size);
   auto impl = std::make_unique<Impl>();
   // The regions, each rounded up to whole pages, one after the other in node-rank order.
-  const int64_t mine = static_cast<int64_t>((bytes + kPage - 1) / kPage * kPage);
+  const auto mine = static_cast<int64_t>((bytes + page - 1) / page * page);
   std::vector<int64_t> sizes(static_cast<size_t>(node_size));
   MPI_Allgather(&mine, 1, MPI_INT64_T, sizes.data(), 1, MPI_INT64_T, node);
   for (int r = 0; r < node_size; ++r) {
@@ -63,7 +70,7 @@ Result<std::unique_ptr<NodeMemory>> NodeMemory::create(MPI_Comm comm, size_t byt
   impl->token[1] = std::chrono::steady_clock::now().time_since_epoch().count();
   MPI_Bcast(impl->token, 2, MPI_INT64_T, 0, node);
   const std::string name = "/hzio-node-" + std::to_string(impl->token[0]) + "-" + std::to_string(impl->token[1]);
-  const size_t total = std::max<size_t>(impl->bytes, kPage);
+  const size_t total = std::max(impl->bytes, page);
   Status made;
   if (node_rank == 0) {
     const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);

@@ -389,7 +389,9 @@ Status ParallelDataset::Impl::commit(const std::vector<int64_t>& times,
 
 std::optional<parallel::Adoption> ParallelDataset::Impl::adopt(const std::vector<parallel::BoxInfo>& boxes,
                                                                const std::vector<parallel::NodePlace>& places) {
-  if (std::none_of(places.begin(), places.end(), [](const auto& p) { return p.token[0] != 0; }))
+  // Not in a partitioned flush (its places are all zero anyway): ranks below are of comm_, which is then
+  // also the exchange's communicator.
+  if (part_ || std::none_of(places.begin(), places.end(), [](const auto& p) { return p.token[0] != 0; }))
     return std::nullopt;  // the same answer on every rank: they all saw every box
   core::DatasetParts d = ds();
   // A box is adopted when every rank of its node maps it (each answers for the boxes of its own node)...

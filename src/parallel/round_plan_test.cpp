@@ -160,6 +160,61 @@ TEST(RoundPlan, EveryRanksPlanAgreesWithTheOthersAndWithABruteForceCount) {
   }
 }
 
+TEST(RoundPlan, AdoptedBoxesAreMadeOnceBySameNodeAggregatorsAndSendsStillMatchReceives) {
+  for (const auto& [ranks, nodes] : {std::pair{3, 1}, std::pair{5, 1}, std::pair{5, 2}}) {
+    const WriteCase s(ranks, 7 + static_cast<uint32_t>(ranks), size_t{1} << 20);
+    // One node, or two (the first half of the ranks, the rest); the even ranks' boxes are adopted.
+    Adoption adoption;
+    std::vector<char> rank_adopted;
+    for (int r = 0; r < ranks; ++r) {
+      adoption.node_of.push_back(nodes == 2 && r >= (ranks + 1) / 2 ? 1 : 0);
+      rank_adopted.push_back(static_cast<char>(r % 2 == 0));
+    }
+    for (const BoxInfo& b : s.boxes) adoption.adopted.push_back(rank_adopted[static_cast<size_t>(b.rank)]);
+    int adopted_items = 0;
+    for (const auto& round : s.plan.rounds) {
+      std::vector<RoundPlan> plans;
+      for (int r = 0; r < ranks; ++r)
+        plans.push_back(
+            plan_round(s.idx, s.plan, round, s.boxes, own_boxes(s.boxes, r), r, ranks, s.raw, stub_shape, &adoption));
+      // Every record of the round (box, block, its chunk's aggregator), by brute force, made exactly once:
+      // by the aggregator itself when the box is adopted and on its node, else by the box's rank.
+      std::multiset<std::tuple<size_t, uint64_t, int>> made, expected;
+      for (int r = 0; r < ranks; ++r)
+        for (const auto& item : plans[static_cast<size_t>(r)].items) {
+          made.insert({item.box, item.block, item.dest});
+          const BoxInfo& b = s.boxes[item.box];
+          const bool adopts = adoption.adopted[item.box] && adoption.node_of[static_cast<size_t>(b.rank)] ==
+                                                                adoption.node_of[static_cast<size_t>(item.dest)];
+          EXPECT_EQ(r, adopts ? item.dest : b.rank) << "box " << item.box;
+          adopted_items += adopts && b.rank != r;
+        }
+      for (size_t i = 0; i < s.boxes.size(); ++i)
+        for (uint64_t block : s.space.blocks_of_box(s.boxes[i].box, 0, s.space.max_level())) {
+          const int c = chunk_of(s, round, s.boxes[i].field, s.boxes[i].time, block);
+          if (c >= 0) expected.insert({i, block, s.plan.chunks[static_cast<size_t>(c)].aggregator});
+        }
+      EXPECT_EQ(made, expected);
+      // What each rank sends another is what that one expects from it.
+      for (int r = 0; r < ranks; ++r)
+        for (int q = 0; q < ranks; ++q) {
+          if (q == r) continue;
+          const RoundPlan &p = plans[static_cast<size_t>(r)], &o = plans[static_cast<size_t>(q)];
+          EXPECT_EQ(p.send_bulk[q + 1] - p.send_bulk[q], o.recv_bulk[r + 1] - o.recv_bulk[r]) << r << " -> " << q;
+          std::vector<std::pair<int64_t, int64_t>> sent, wanted;
+          for (const auto& item : p.items)
+            if (item.detached && item.dest == q)
+              sent.push_back({format::entry_in_file(s.idx, s.boxes[item.box].field, item.block), item.data_bytes});
+          for (const auto& in : o.incoming)
+            if (in.source == r) wanted.push_back({in.entry, in.bytes});
+          EXPECT_EQ(sent, wanted) << r << " -> " << q;
+        }
+    }
+    EXPECT_GT(adopted_items, 0) << ranks << " ranks on " << nodes
+                                << " nodes: no box was adopted, the case tests nothing";
+  }
+}
+
 std::tuple<int64_t, int64_t, int64_t> key_of(const WriteCase& s, const BoxInfo& b, uint64_t block) {
   return {b.time, format::first_block_of_file(s.idx, static_cast<int64_t>(block)),
           format::entry_in_file(s.idx, b.field, block)};

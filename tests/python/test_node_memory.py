@@ -56,3 +56,22 @@ def test_shared_array_rejects_bad_arguments():
         hzio.shared_array(_comm(), 10, "not a dtype")
     with pytest.raises(hzio.IoError, match="node memory"):
         hzio.shared_array(_comm(), 1 << 47, "uint8")  # more than /dev/shm holds
+
+
+def test_a_rank_with_boxes_outside_node_memory_keeps_its_staging_order_and_bad_requests_fail_everywhere(tmp_path):
+    import mpi_launch  # noqa: PLC0415
+    mpi_launch.skip_module_without_mpi()
+    result, describe = mpi_launch.run_json(2, "node_memory_order", {"out": str(tmp_path)}, timeout=120)
+    assert result is not None, describe
+    assert result["aggregators"] == 1
+    # Rank 1's slab was read where it lies; rank 0's two boxes (junk in node memory, then the real values
+    # over it from private memory) were both sent by rank 0, in the order it staged them.
+    assert result["messages"] > 0
+    import sys  # noqa: PLC0415
+    sys.path.insert(0, str(mpi_launch.SCRIPTS))
+    from node_memory_order import values  # noqa: PLC0415
+    with hzio.open(tmp_path / "order.idx") as ds:
+        np.testing.assert_array_equal(ds.read(), values())
+    bad_rank, other = result["errors"][1], result["errors"][0]
+    assert bad_rank is not None and bad_rank.startswith("ValueError") and "negative shape" in bad_rank
+    assert other is not None and "InvalidArgumentError" in other, result["errors"]

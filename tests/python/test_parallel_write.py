@@ -251,13 +251,13 @@ def test_collective_files_are_byte_identical_to_one_process_files(collective_run
 def test_node_memory_across_emulated_nodes_is_read_where_it_lies_only_on_its_node(tmp_path, seed, name):
     """Four ranks as two nodes of two ($HZIO_RANKS_PER_NODE): a box in node memory is read where it lies
     by aggregators of its own node and sent to the others; the files stay those of one process."""
-    case = dict(CASES[name], node_memory=1.0, borrow=0.0)
     runs = {}
-    for per_node in ("2", "4"):
+    for per_node, node_memory in (("2", 1.0), ("4", 1.0), ("2", 0.0)):
+        case = dict(CASES[name], node_memory=node_memory, borrow=1.0)
         env_before = os.environ.get("HZIO_RANKS_PER_NODE")
         os.environ["HZIO_RANKS_PER_NODE"] = per_node
         try:
-            out = tmp_path / f"per-node-{per_node}"
+            out = tmp_path / f"per-node-{per_node}-{node_memory}"
             run = run_mpi(4, SCRIPTS / "write_random.py", {"out": str(out), "seed": seed, "case": case})
         finally:
             if env_before is None:
@@ -266,16 +266,16 @@ def test_node_memory_across_emulated_nodes_is_read_where_it_lies_only_on_its_nod
                 os.environ["HZIO_RANKS_PER_NODE"] = env_before
         lines = [ln for ln in run.stdout.splitlines() if ln.startswith("{")]
         assert run.returncode == 0 and lines, run.describe()
-        runs[per_node] = json.loads(lines[-1])
-    for per_node, result in runs.items():
+        runs[per_node, node_memory] = json.loads(lines[-1])
+    for key, result in runs.items():
         par, ser = Path(result["parallel"]).with_suffix(""), Path(result["serial"]).with_suffix("")
         par_files, ser_files = _tree(par), _tree(ser)
         assert sorted(par_files) == sorted(ser_files) and par_files
-        assert all(p.read_bytes() == ser_files[rel].read_bytes() for rel, p in par_files.items()), per_node
-    one_node = sum(r["messages"] for r in runs["4"]["reports"][0])
-    two_nodes = sum(r["messages"] for r in runs["2"]["reports"][0])
-    assert one_node == 0, "on one node every box in node memory is read where it lies"
-    assert two_nodes > 0, "the other node's aggregators cannot read a box where it lies: it must be sent"
+        assert all(p.read_bytes() == ser_files[rel].read_bytes() for rel, p in par_files.items()), key
+    messages = {key: sum(r["messages"] for r in result["reports"][0]) for key, result in runs.items()}
+    assert messages["4", 1.0] == 0, "on one node every box in node memory is read where it lies"
+    # On two nodes the other node's aggregators cannot read a box where it lies (it is sent), its own can.
+    assert 0 < messages["2", 1.0] < messages["2", 0.0], messages
 
 
 @grid
