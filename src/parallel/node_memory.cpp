@@ -17,6 +17,7 @@
 
 #include "hzio/parallel.hpp"
 #include "parallel/mpi_util.hpp"
+#include "util/fork_guard.hpp"
 
 namespace hzio {
 
@@ -29,8 +30,11 @@ struct NodeMemory::Impl {
 
 namespace {
 
+// Process-wide, so held across fork() (ARCHITECTURE.md): a child never inherits it locked.
 std::mutex& registry_mutex() {
   static std::mutex m;
+  static const bool registered = (util::hold_across_fork(m), true);
+  (void)registered;
   return m;
 }
 
