@@ -12,7 +12,8 @@ module hzio_mpi
   implicit none
   private :: c_create_options, create_buffers, c_string, make_create_options, array_view, view_for_write, &
              view_for_read, copy_back, to_c_bool
-  private :: c_create, c_open, c_write_box, c_flush, c_read_box, c_close, options_ptr
+  private :: c_create, c_open, c_write_box, c_write_box_borrowed, c_flush, c_read_box, c_close, options_ptr
+  private :: c_node_memory_create, c_node_memory_data, c_node_memory_free
 
   ! Where the data files' aggregators are (hzio_placement), and how collective reads go (hzio_read_method).
   integer, parameter, public :: HZIO_PLACEMENT_LOCALIZED = 0, HZIO_PLACEMENT_UNIFORM = 1
@@ -24,6 +25,14 @@ module hzio_mpi
     private
     type(c_ptr) :: handle = c_null_ptr
   end type hzio_pdataset
+
+  ! Memory of this rank in its node's shared memory (hzio_node_memory*): an array there, staged with
+  ! hzio_pdataset_write_box_borrowed, is read where it lies by the ranks that write its data files.
+  ! Free it with hzio_node_memory_free.
+  type, public :: hzio_node_memory
+    private
+    type(c_ptr) :: handle = c_null_ptr
+  end type hzio_node_memory
 
   ! Options of collective writes (hzio_parallel_options); the defaults are those of a NULL pointer in C.
   type, bind(C), public :: hzio_parallel_options
@@ -63,6 +72,32 @@ module hzio_mpi
       integer(c_size_t), value :: size
       integer(c_int) :: status
     end function c_write_box
+    function c_write_box_borrowed(ds, lo, hi, field, time, data, size) &
+      bind(C, name="hzio_pdataset_write_box_borrowed") result(status)
+      import :: c_ptr, c_int64_t, c_char, c_size_t, c_int
+      type(c_ptr), value :: ds, data
+      integer(c_int64_t), intent(in) :: lo(3), hi(3)
+      character(kind=c_char), intent(in) :: field(*)
+      integer(c_int64_t), value :: time
+      integer(c_size_t), value :: size
+      integer(c_int) :: status
+    end function c_write_box_borrowed
+    function c_node_memory_create(comm, bytes, out) bind(C, name="hzio_node_memory_create_fcomm") result(status)
+      import :: c_int, c_size_t, c_ptr
+      integer(c_int), value :: comm
+      integer(c_size_t), value :: bytes
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: status
+    end function c_node_memory_create
+    function c_node_memory_data(memory) bind(C, name="hzio_node_memory_data") result(p)
+      import :: c_ptr
+      type(c_ptr), value :: memory
+      type(c_ptr) :: p
+    end function c_node_memory_data
+    subroutine c_node_memory_free(memory) bind(C, name="hzio_node_memory_free")
+      import :: c_ptr
+      type(c_ptr), value :: memory
+    end subroutine c_node_memory_free
     function c_flush(ds, report, report_size) bind(C, name="hzio_pdataset_flush") result(status)
       import :: c_ptr, c_int, c_size_t
       type(c_ptr), value :: ds, report
@@ -142,6 +177,49 @@ contains
     call view_for_write(data, view)
     status = c_write_box(ds%handle, lo, hi, c_string(field), t, view%address, view%bytes)
   end function hzio_pdataset_write_box
+
+  ! Local. As hzio_pdataset_write_box without the copy: data must stay unchanged until the next
+  ! hzio_pdataset_flush or hzio_pdataset_close returns. An array that is not contiguous (a strided
+  ! section) is copied, as hzio_pdataset_write_box does.
+  function hzio_pdataset_write_box_borrowed(ds, lo, hi, field, data, time) result(status)
+    type(hzio_pdataset), intent(inout) :: ds
+    integer(c_int64_t), intent(in) :: lo(3), hi(3)
+    character(len=*), intent(in) :: field
+    type(*), dimension(..), intent(in), target :: data
+    integer(c_int64_t), intent(in), optional :: time
+    integer :: status
+    integer(c_int64_t) :: t
+    type(array_view), target :: view
+    t = 0
+    if (present(time)) t = time
+    call view_for_write(data, view)
+    if (allocated(view%copy)) then  ! not contiguous: the view is a copy, which must not be borrowed
+      status = c_write_box(ds%handle, lo, hi, c_string(field), t, view%address, view%bytes)
+    else
+      status = c_write_box_borrowed(ds%handle, lo, hi, c_string(field), t, view%address, view%bytes)
+    end if
+  end function hzio_pdataset_write_box_borrowed
+
+  ! Collective over comm. bytes of this rank's region of its node's shared memory (ranks may ask for
+  ! different sizes); data receives its address (page-aligned): c_f_pointer(data, a, [nx, ny, nz]) makes it
+  ! an array. Errors on every rank: a /dev/shm too small, or a request of more than 2**52 bytes.
+  function hzio_node_memory_create(comm, bytes, memory, data) result(status)
+    type(MPI_Comm), intent(in) :: comm
+    integer(c_size_t), intent(in) :: bytes
+    type(hzio_node_memory), intent(out) :: memory
+    type(c_ptr), intent(out) :: data
+    integer :: status
+    status = c_node_memory_create(int(comm%MPI_VAL, c_int), bytes, memory%handle)
+    data = c_null_ptr
+    if (status == HZIO_OK) data = c_node_memory_data(memory%handle)
+  end function hzio_node_memory_create
+
+  ! Local. Unmaps the memory; no box staged from it may await a flush.
+  subroutine hzio_node_memory_free(memory)
+    type(hzio_node_memory), intent(inout) :: memory
+    call c_node_memory_free(memory%handle)
+    memory%handle = c_null_ptr
+  end subroutine hzio_node_memory_free
 
   ! Collective. Writes every rank's staged boxes and commits. report, if present, receives the write
   ! report (JSON).
