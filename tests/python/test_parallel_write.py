@@ -250,10 +250,14 @@ def test_collective_files_are_byte_identical_to_one_process_files(collective_run
 @pytest.mark.parametrize("name", ["zip-node-memory-rewrites", "raw-node-memory-mixed-slabs"])
 def test_node_memory_across_emulated_nodes_is_read_where_it_lies_only_on_its_node(tmp_path, seed, name):
     """Four ranks as two nodes of two ($HZIO_RANKS_PER_NODE): a box in node memory is read where it lies
-    by aggregators of its own node and sent to the others; the files stay those of one process."""
+    by aggregators of its own node and sent to the others; the files stay those of one process.
+
+    Every rank writes a slab along the first axis, so the first block (coarse samples from the whole
+    domain) needs data from both nodes: its aggregator must receive from the other node, and its node-mate
+    must not send. With random boxes, all writers may fall on one node and nothing would cross."""
     runs = {}
     for per_node, node_memory in (("2", 1.0), ("4", 1.0), ("2", 0.0)):
-        case = dict(CASES[name], node_memory=node_memory, borrow=1.0)
+        case = dict(CASES[name], node_memory=node_memory, borrow=1.0, slabs=True)
         env_before = os.environ.get("HZIO_RANKS_PER_NODE")
         os.environ["HZIO_RANKS_PER_NODE"] = per_node
         try:
