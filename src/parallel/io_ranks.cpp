@@ -22,6 +22,7 @@
 #include "parallel/io_ranks_impl.hpp"
 #include "parallel/io_wire.hpp"
 #include "parallel/mpi_util.hpp"
+#include "parallel/node_memory.hpp"
 #include "util/clock.hpp"
 #include "util/large_buffer.hpp"
 
@@ -172,24 +173,18 @@ Result<std::unique_ptr<IoRanks>> IoRanks::start(MPI_Comm comm, const IoRanksOpti
     // The object's memory is taken now, not on the first write into it: a shared-memory file system
     // (/dev/shm) too small for the buffer is an error here rather than a SIGBUS in a compute rank's copy
     // later, and the first timestep does not pay for allocating the pages.
-    const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    int reserved = 0;
-    if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-      mine = io_error("cannot make the shared buffer " + name + " of " + std::to_string(bytes) +
-                      " bytes: " + std::strerror(errno));
-    } else if ((reserved = posix_fallocate(fd, 0, static_cast<off_t>(bytes))) != 0) {
-      mine = io_error("cannot reserve the " + std::to_string(bytes) + " bytes of the shared buffer " + name +
-                      " in the node's shared memory (/dev/shm): " + std::strerror(reserved) +
-                      "; give IoRanks::start a smaller buffer_bytes, or the node a larger /dev/shm");
-    } else {
-      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    const Result<int> fd = parallel::make_shared_object(
+        name, bytes, "shared buffer", "; give IoRanks::start a smaller buffer_bytes, or the node a larger /dev/shm");
+    mine = fd.status();
+    if (fd.is_ok()) {
+      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd.value(), 0);
       if (p == MAP_FAILED) {
         mine = io_error("cannot map the shared buffer " + name + ": " + std::strerror(errno));
       } else {
         impl->buffer = static_cast<std::byte*>(p);
       }
+      ::close(fd.value());
     }
-    if (fd >= 0) ::close(fd);
   }
   if (const Status made = parallel::agree(comm, mine); !made.is_ok()) {
     if (impl->is_io) shm_unlink(name.c_str());

@@ -77,16 +77,9 @@ Result<std::unique_ptr<NodeMemory>> NodeMemory::create(MPI_Comm comm, size_t byt
   const size_t total = std::max(impl->bytes, page);
   Status made;
   if (node_rank == 0) {
-    const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    int reserved = 0;
-    if (fd < 0 || ftruncate(fd, static_cast<off_t>(total)) != 0) {
-      made = io_error("cannot make the node memory " + name + " of " + std::to_string(total) +
-                      " bytes: " + std::strerror(errno));
-    } else if ((reserved = posix_fallocate(fd, 0, static_cast<off_t>(total))) != 0) {
-      made = io_error("cannot reserve the " + std::to_string(total) + " bytes of the node memory " + name +
-                      " in the node's shared memory (/dev/shm): " + std::strerror(reserved));
-    }
-    if (fd >= 0) ::close(fd);
+    const Result<int> fd = parallel::make_shared_object(name, total, "node memory");
+    made = fd.status();
+    if (fd.is_ok()) ::close(fd.value());
   }
   made = parallel::agree(comm, made);
   Status mapped;
@@ -131,6 +124,23 @@ void* NodeMemory::data() const { return impl_->base + impl_->offset; }
 size_t NodeMemory::size() const { return impl_->size; }
 
 namespace parallel {
+
+Result<int> make_shared_object(const std::string& name, size_t bytes, const std::string& what,
+                               const std::string& hint) {
+  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    const Status s = io_error("cannot make the " + what + " " + name + " of " + std::to_string(bytes) +
+                              " bytes: " + std::strerror(errno));
+    if (fd >= 0) ::close(fd);
+    return s;
+  }
+  if (const int reserved = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); reserved != 0) {
+    ::close(fd);
+    return io_error("cannot reserve the " + std::to_string(bytes) + " bytes of the " + what + " " + name +
+                    " in the node's shared memory (/dev/shm): " + std::strerror(reserved) + hint);
+  }
+  return fd;
+}
 
 std::optional<NodePlace> find_node_place(const void* data, size_t bytes) {
   const auto* p = static_cast<const std::byte*>(data);

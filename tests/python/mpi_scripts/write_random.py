@@ -206,30 +206,29 @@ def write_collectively(comm, path, seed, case, arrays):
             out[...] = array
             return out
 
-        for r, fl, f, t, lo, hi in mine:
-            if r == rank and fl == flush:
-                data = np.array(_box_data(arrays, f, t, lo, hi), copy=True)
-                if case["rewrite"] > 0 and (not rewrote or rng.random() < case["rewrite"]):
-                    rewrote = True
-                    sub_lo = [int(rng.integers(l, h)) if rng.random() < 0.5 else l for l, h in zip(lo, hi)]
-                    sub_hi = [int(rng.integers(a + 1, h + 1)) if rng.random() < 0.5 else h for a, h in zip(sub_lo, hi)]
-                    part = tuple(slice(a - l, b - l) for a, b, l in zip(sub_lo, sub_hi, lo))
-                    junk = np.full_like(data[part], 7)
-                    shared_junk = in_node_memory(junk)
-                    if shared_junk is not None:
-                        ds.write(shared_junk, offset=sub_lo, field=f, time=t, copy=False)
-                    else:
-                        ds.write(junk, offset=sub_lo, field=f, time=t)
-                    njunk += junk.nbytes
-                shared = in_node_memory(data)
-                if shared is not None:
-                    data, borrow = shared, True
+        for _, _, f, t, lo, hi in mine:
+            data = np.array(_box_data(arrays, f, t, lo, hi), copy=True)
+            if case["rewrite"] > 0 and (not rewrote or rng.random() < case["rewrite"]):
+                rewrote = True
+                sub_lo = [int(rng.integers(l, h)) if rng.random() < 0.5 else l for l, h in zip(lo, hi)]
+                sub_hi = [int(rng.integers(a + 1, h + 1)) if rng.random() < 0.5 else h for a, h in zip(sub_lo, hi)]
+                part = tuple(slice(a - l, b - l) for a, b, l in zip(sub_lo, sub_hi, lo))
+                junk = np.full_like(data[part], 7)
+                shared_junk = in_node_memory(junk)
+                if shared_junk is not None:
+                    ds.write(shared_junk, offset=sub_lo, field=f, time=t, copy=False)
                 else:
-                    borrow = rng.random() < case["borrow"]
-                ds.write(data, offset=lo, field=f, time=t, copy=not borrow)
-                if not borrow:
-                    data[...] = 3  # the staged copy must not see this
-                nbytes += data.nbytes
+                    ds.write(junk, offset=sub_lo, field=f, time=t)
+                njunk += junk.nbytes
+            shared = in_node_memory(data)
+            if shared is not None:
+                data, borrow = shared, True
+            else:
+                borrow = rng.random() < case["borrow"]
+            ds.write(data, offset=lo, field=f, time=t, copy=not borrow)
+            if not borrow:
+                data[...] = 3  # the staged copy must not see this
+            nbytes += data.nbytes
         reports.append(_stable(ds.flush()))
         staged.append(nbytes)
         junked.append(njunk)
