@@ -20,6 +20,11 @@ int main(int argc, char** argv) {
       fprintf(stderr, "rank %d line %d: %s (%s)\n", rank, __LINE__, #c, hzio_last_error()); \
     }                                                                                       \
   } while (0)
+/* Where rank 0 is, on stderr as it goes: a run stopped by ctest's timeout shows the section it hung in. */
+#define STEP(what)                                      \
+  do {                                                  \
+    if (rank == 0) fprintf(stderr, "step: %s\n", what); \
+  } while (0)
   char path[4096];
   snprintf(path, sizeof path, "%s.idx", argc > 1 ? argv[1] : "c_api_mpi_data");
   enum { NX = 20, NY = 11, NZ = 9 };
@@ -33,6 +38,7 @@ int main(int argc, char** argv) {
   o.fields = &field;
   o.field_count = 1;
   o.overwrite = 1;
+  STEP("create, write, flush");
   hzio_pdataset* ds = NULL;
   CHECK(hzio_pdataset_create(MPI_COMM_WORLD, path, &o, NULL, &ds) == HZIO_OK);
   int64_t z0 = (int64_t)NZ * rank / size, z1 = (int64_t)NZ * (rank + 1) / size;
@@ -44,12 +50,14 @@ int main(int argc, char** argv) {
   char report[4096];
   CHECK(hzio_pdataset_flush(ds, report, sizeof report) == HZIO_OK);
   CHECK(strstr(report, "\"ranks\": ") != NULL);
+  STEP("reads by every method");
   for (int m = 0; m < 3; ++m) {
     double* back = calloc(n ? n : 1, sizeof(double));
     CHECK(hzio_pdataset_read_box(ds, lo, hi, -1, "rho", 0, back, n * sizeof(double), (hzio_read_method)m) == HZIO_OK);
     CHECK(n == 0 || memcmp(back, mine, n * sizeof(double)) == 0);
     free(back);
   }
+  STEP("borrowed write");
   /* A borrowed buffer is read by the flush, not by the write: what it holds at flush time is stored. */
   for (size_t i = 0; i < n; ++i) mine[i] = -1.0;
   if (n) CHECK(hzio_pdataset_write_box_borrowed(ds, lo, hi, "rho", 0, mine, n * sizeof(double)) == HZIO_OK);
@@ -60,6 +68,7 @@ int main(int argc, char** argv) {
   CHECK(n == 0 || memcmp(again, mine, n * sizeof(double)) == 0);
   free(again);
   CHECK(hzio_pdataset_close(ds) == HZIO_OK);
+  STEP("partitioned write");
   /* Partitioned writes: the slabs straddle the partition plane; what each rank wrote reads back. */
   hzio_parallel_options po;
   memset(&po, 0, sizeof po);
@@ -78,6 +87,7 @@ int main(int argc, char** argv) {
   CHECK(n == 0 || memcmp(again, mine, n * sizeof(double)) == 0);
   free(again);
   CHECK(hzio_pdataset_close(ds) == HZIO_OK);
+  STEP("local index space");
   /* Local index space: a dataset per partition and a .midx; reopened through the .midx, it takes writes. */
   char local[4200], midx[4200];
   snprintf(local, sizeof local, "%s_local.idx", argc > 1 ? argv[1] : "c_api_mpi_data");
@@ -96,6 +106,7 @@ int main(int argc, char** argv) {
   if (f) fclose(f);
   CHECK(hzio_pdataset_open(MPI_COMM_WORLD, midx, 1, &po, &ds) == HZIO_OK);
   CHECK(hzio_pdataset_close(ds) == HZIO_OK);
+  STEP("node memory");
   /* Node memory: a box staged from it is read where it lies by the aggregators of this node (every rank of
    * this test runs on one node): no record message, and the data reads back. */
   hzio_node_memory* shared = NULL;
@@ -116,6 +127,7 @@ int main(int argc, char** argv) {
   CHECK(hzio_pdataset_close(ds) == HZIO_OK);
   hzio_node_memory_free(shared);
   hzio_node_memory_free(NULL);
+  STEP("node memory too large");
   /* More than the node's shared memory holds: an error on every rank, naming /dev/shm. */
   shared = NULL;
   CHECK(hzio_node_memory_create(MPI_COMM_WORLD, (size_t)1 << 50, &shared) == HZIO_EIO);
