@@ -135,6 +135,17 @@ class ServedDataset:
         files = {os.path.realpath(core.data_file_path(t, b)) for t in times for b in firsts}
         return {f for f in files | {f + ".hzstats" for f in files} if inside(f)}, None
 
+    def close(self) -> None:
+        """Local. Close the idle handles; handles in use close when their requests return them. A later
+        request opens the dataset anew."""
+        with self._lock:
+            old, self._gen = self._gen, None
+            closing = old.idle if old is not None else []
+            if old is not None:
+                old.idle = []
+        for h in closing:
+            h.close()
+
     @contextlib.contextmanager
     def handle(self) -> Iterator[hzio.Dataset]:
         """Local. Borrow an open handle of the current generation (one per request holding a slot)."""
@@ -571,6 +582,8 @@ def make_app(paths: list[str], *, verify: bool = True, host: str = "127.0.0.1") 
 
     async def close(app: Any) -> None:
         pool.shutdown(wait=False, cancel_futures=True)
+        for sd in datasets.values():  # their open files and caches go with the server
+            sd.close()
 
     app.on_cleanup.append(close)
     return app

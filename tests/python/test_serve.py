@@ -1062,3 +1062,32 @@ def test_a_dataset_whose_description_fails_is_listed_with_an_error(tmp_path):
             shape = shapes[name]
             _, got = get_slice(server, name)
             np.testing.assert_array_equal(got, np.arange(math.prod(shape), dtype=np.uint8).reshape(shape))
+
+
+def _open_files_below(folder: Path) -> list[str]:
+    """The files below `folder` this process holds open, as the kernel lists them (/proc/self/fd)."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # closed meanwhile (the listing's own descriptor)
+            continue
+        if target.startswith(str(folder) + os.sep):
+            found.append(target)
+    return found
+
+
+def test_a_stopped_server_keeps_no_file_of_its_datasets_open(tmp_path, rng):
+    """The handles a server kept open for its requests are closed when it stops: the kernel then lists no
+    descriptor of this process on the dataset's files (a notebook that starts and stops servers would
+    otherwise hold them, and their caches, until the garbage collector came by)."""
+    folder = tmp_path.resolve() / "served"
+    folder.mkdir()
+    a = rng.standard_normal((16, 12, 10)).astype(np.float32)
+    with hzio.create(folder / "vol.idx", shape=a.shape, fields={"f": "float32"}, bits_per_block=8) as ds:
+        ds.write(a)
+    with Server([str(folder / "vol.idx")], port=0) as server:
+        _, got = get_slice(server, "vol", axis="z", index=3)
+        np.testing.assert_array_equal(got, a[3])
+        assert _open_files_below(folder), "a served dataset holds its files open between requests"
+    assert _open_files_below(folder) == []
