@@ -592,8 +592,8 @@ def make_app(paths: list[str], *, verify: bool = True, host: str = "127.0.0.1") 
 class Server:
     """A running ``hzio serve`` in a thread of this process (what tests and notebooks use).
 
-    Local. ``url`` is where it listens; ``stop()`` (or leaving the ``with`` block) shuts it down, and so
-    does the end of the process: the thread is a daemon.
+    Local. ``url`` is where it listens; ``stop()`` (or leaving the ``with`` block) shuts it down and closes
+    the dataset handles it opened, and the end of the process shuts it down too: the thread is a daemon.
     """
 
     def __init__(self, paths: list[str], *, host: str = "127.0.0.1", port: int = 0, verify: bool = True) -> None:
