@@ -109,13 +109,19 @@ class ServedDataset:
             if self._gen is not None and self._gen.identity == identity:  # another request got here first
                 closing, gen = [ds], self._gen
             else:
-                old, self._gen = self._gen, gen
-                closing = old.idle if old is not None else []
-                if old is not None:
-                    old.idle = []  # handles in use are closed by their borrowers (handle())
+                closing = self._replace(gen)
         for h in closing:
             h.close()
         return gen
+
+    def _replace(self, gen: _Generation | None) -> list[hzio.Dataset]:
+        """Call with _lock held. Makes `gen` current; returns the previous generation's idle handles for the
+        caller to close (handles in use are closed by their borrowers: handle())."""
+        old, self._gen = self._gen, gen
+        if old is None:
+            return []
+        closing, old.idle = old.idle, []
+        return closing
 
     def _file_rule(self, ds: hzio.Dataset) -> tuple[set[str], str | None]:
         """The files of a generation (see _Generation.files). The data root, for datasets with too many
@@ -139,10 +145,7 @@ class ServedDataset:
         """Local. Close the idle handles; handles in use close when their requests return them. A later
         request opens the dataset anew."""
         with self._lock:
-            old, self._gen = self._gen, None
-            closing = old.idle if old is not None else []
-            if old is not None:
-                old.idle = []
+            closing = self._replace(None)
         for h in closing:
             h.close()
 
