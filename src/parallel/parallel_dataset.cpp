@@ -598,6 +598,10 @@ Status ParallelDataset::close() {
   auto r = impl_->mosaic_ ? impl_->flush_mosaic() : impl_->flush();
   impl_->closed_ = true;
   impl_->dataset_->abandon();
+  // The exchange buffers go back to the process's mapping cache now, for the next dataset's flush, not
+  // when this object is destroyed.
+  impl_->send_buffer_.reset(0);
+  impl_->recv_buffer_.reset(0);
   return r.status();
 }
 

@@ -38,29 +38,37 @@ class MappingCache {
     return cache;
   }
   // A kept mapping of at least `capacity` bytes and at most twice that (exactly `capacity` with `exact`),
-  // or nullptr.
-  std::byte* take(size_t capacity, size_t& taken, bool exact) {
+  // or nullptr. Mappings last used for the same kind of pages go first: buffers of one kind are used
+  // alike (the direct-write buffers fill every page, an exchange's receive buffer may touch a few), so
+  // handing a barely touched mapping to a buffer that fills it would cost the fresh memory the cache is
+  // there to save (bench/first_write_bench.py, second writes).
+  std::byte* take(size_t capacity, size_t& taken, bool exact, Pages pages) {
     std::lock_guard lock(mutex_);
     auto best = kept_.end();
     const size_t most = exact ? capacity : 2 * capacity;
+    auto better = [&](const Kept& k) {
+      if (best == kept_.end()) return true;
+      if ((k.pages == pages) != (best->pages == pages)) return k.pages == pages;
+      return k.capacity < best->capacity;
+    };
     for (auto it = kept_.begin(); it != kept_.end(); ++it)
-      if (it->second >= capacity && it->second <= most && (best == kept_.end() || it->second < best->second)) best = it;
+      if (it->capacity >= capacity && it->capacity <= most && better(*it)) best = it;
     if (best == kept_.end()) return nullptr;
-    std::byte* p = best->first;
-    taken = best->second;
+    std::byte* p = best->data;
+    taken = best->capacity;
     bytes_ -= taken;
     kept_.erase(best);
     return p;
   }
   // Keeps a mapping, or unmaps it when the cache is full (then the oldest kept ones go first).
-  void give(std::byte* p, size_t capacity) {
+  void give(std::byte* p, size_t capacity, Pages pages) {
     ::madvise(p, capacity, MADV_FREE);
     std::lock_guard lock(mutex_);
-    kept_.emplace_back(p, capacity);
+    kept_.push_back({p, capacity, pages});
     bytes_ += capacity;
     while (bytes_ > kCacheBytes || kept_.size() > kCacheEntries) {
-      ::munmap(kept_.front().first, kept_.front().second);
-      bytes_ -= kept_.front().second;
+      ::munmap(kept_.front().data, kept_.front().capacity);
+      bytes_ -= kept_.front().capacity;
       kept_.erase(kept_.begin());
     }
   }
@@ -71,7 +79,12 @@ class MappingCache {
   static constexpr size_t kCacheBytes = size_t{1} << 30;
   static constexpr size_t kCacheEntries = 16;
   std::mutex mutex_;
-  std::vector<std::pair<std::byte*, size_t>> kept_;
+  struct Kept {
+    std::byte* data;
+    size_t capacity;
+    Pages pages;  // what its last user asked for
+  };
+  std::vector<Kept> kept_;
   size_t bytes_ = 0;
 };
 
@@ -88,7 +101,7 @@ std::byte* allocate(size_t bytes, size_t& capacity, Pages pages, bool exact) {
     return bytes ? static_cast<std::byte*>(::operator new(bytes, kSmallAlign)) : nullptr;
   }
   capacity = (bytes + kHugePage - 1) & ~(kHugePage - 1);
-  if (std::byte* kept = MappingCache::get().take(capacity, capacity, exact)) {
+  if (std::byte* kept = MappingCache::get().take(capacity, capacity, exact, pages)) {
     advise_pages(kept, capacity, pages);  // pages it still holds keep their size; new ones follow this
     return kept;
   }
@@ -148,14 +161,14 @@ void large_free(std::byte* data, size_t bytes) noexcept {
   if (!data) return;
   const size_t capacity = bytes < kHugePage ? bytes : (bytes + kHugePage - 1) & ~(kHugePage - 1);  // as allocate()
   if (mapped(capacity))
-    MappingCache::get().give(data, capacity);
+    MappingCache::get().give(data, capacity, Pages::kHuge);  // as large_allocate
   else
     ::operator delete(data, kSmallAlign);
 }
 
 void LargeBuffer::release() noexcept {
   if (data_ && mapped(capacity_))
-    MappingCache::get().give(data_, capacity_);
+    MappingCache::get().give(data_, capacity_, pages_);
   else if (data_)
     ::operator delete(data_, kSmallAlign);
   data_ = nullptr;

@@ -82,6 +82,25 @@ TEST(LargeBuffer, SmallPageBuffersAreAdvisedAgainstHugePagesAndAKeptMappingTakes
   EXPECT_NE(vm_flags(moved.data()).find(" nh "), std::string::npos) << vm_flags(moved.data());
 }
 
+TEST(LargeBuffer, AKeptMappingGoesFirstToABufferOfTheSamePages) {
+  // A collective write's receive buffer (small pages) may touch a few of its pages and a direct-write
+  // buffer (huge pages) fills all of its own: each should get back the mapping its kind left, not the
+  // other's, whose untouched pages would be fresh memory again.
+  const size_t bytes = size_t{10} << 20;
+  std::byte* small_first = nullptr;
+  std::byte* huge_first = nullptr;
+  {
+    LargeBuffer small(bytes, Pages::kSmall);
+    LargeBuffer huge(bytes, Pages::kHuge);
+    small_first = small.data();
+    huge_first = huge.data();
+  }  // the huge-page mapping is kept first, then the small-page one
+  LargeBuffer small(bytes, Pages::kSmall);
+  LargeBuffer huge(bytes, Pages::kHuge);
+  EXPECT_EQ(small.data(), small_first);
+  EXPECT_EQ(huge.data(), huge_first);
+}
+
 TEST(LargeBuffer, AnAllocatorTakesOnlyAKeptMappingOfItsOwnSize) {
   // large_free knows only the size asked for: a larger kept mapping handed to large_allocate would come
   // back smaller, and its tail would stay mapped for good.
