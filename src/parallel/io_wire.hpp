@@ -16,6 +16,7 @@
 #include "hzio/dataset.hpp"
 #include "hzio/parallel.hpp"
 #include "hzio/status.hpp"
+#include "parallel/mpi_util.hpp"
 
 namespace hzio::parallel::io_wire {
 
@@ -131,8 +132,9 @@ Shape get_shape(Wire& w);
 
 // Local. Sends `w` to `dest` and waits until it has left (parallel::wait).
 void send(MPI_Comm comm, int dest, int tag, const Wire& w);
-// Local. The next message from `source` with `tag`, waiting without spinning (parallel::wait).
-Wire receive(MPI_Comm comm, int source, int tag);
+// Local. The next message from `source` with `tag`, waiting without spinning (parallel::probe, with
+// `patience`).
+Wire receive(MPI_Comm comm, int source, int tag, Patience patience = Patience::kShort);
 // Local. Whether a message from `source` with `tag` has arrived.
 bool has_message(MPI_Comm comm, int source, int tag);
 

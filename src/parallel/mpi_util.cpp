@@ -11,16 +11,27 @@ namespace hzio::parallel {
 
 namespace {
 
-// Calls done() until it returns true: 16 times at once (short operations finish without sleeping),
-// then between sleeps growing to 100 microseconds.
+// Calls done() until it returns true: 16 times at once (short operations finish without sleeping), then
+// between sleeps growing to 100 microseconds; with Patience::kLong, past that to a hundredth of the time
+// already waited, at most 2 ms (mpi_util.hpp).
 template <class Done>
-void poll(Done done) {
+void poll(Done done, Patience patience = Patience::kShort) {
+  constexpr long kShortCapNs = 100'000, kLongCapNs = 2'000'000;
   long sleep_ns = 1000;
+  timespec start{};
   for (int polls = 0; !done(); ++polls) {
     if (polls < 16) continue;
+    if (polls == 16) clock_gettime(CLOCK_MONOTONIC, &start);
     const timespec pause{0, sleep_ns};
     nanosleep(&pause, nullptr);
-    sleep_ns = std::min(sleep_ns * 2, 100'000L);
+    long cap = kShortCapNs;
+    if (patience == Patience::kLong) {
+      timespec now{};
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      const long waited_ns = (now.tv_sec - start.tv_sec) * 1'000'000'000L + (now.tv_nsec - start.tv_nsec);
+      cap = std::clamp(waited_ns / 100, kShortCapNs, kLongCapNs);
+    }
+    sleep_ns = std::min(sleep_ns * 2, cap);
   }
 }
 
@@ -84,13 +95,15 @@ std::vector<int64_t> allgather_int64(MPI_Comm comm, const std::vector<int64_t>& 
   return all;
 }
 
-MPI_Message probe(MPI_Comm comm, int source, int tag, MPI_Status& status) {
+MPI_Message probe(MPI_Comm comm, int source, int tag, MPI_Status& status, Patience patience) {
   MPI_Message message = MPI_MESSAGE_NULL;
-  poll([&] {
-    int found = 0;
-    MPI_Improbe(source, tag, comm, &found, &message, &status);
-    return found != 0;
-  });
+  poll(
+      [&] {
+        int found = 0;
+        MPI_Improbe(source, tag, comm, &found, &message, &status);
+        return found != 0;
+      },
+      patience);
   return message;
 }
 
