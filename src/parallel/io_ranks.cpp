@@ -64,7 +64,7 @@ IoRanks::Impl::~Impl() {
 void IoRanks::Impl::send_command(const Wire& w) const { send(node, io_rank, kCommand, w); }
 
 Kind IoRanks::Impl::take_reply(Shape* shape, Status* ready_error) {
-  Wire w = receive(node, io_rank, kReply, parallel::Patience::kLong);  // as long as a timestep's write
+  Wire w = receive(node, io_rank, kReply);
   const auto kind = static_cast<Kind>(w.i64());
   Status s = get_status(w);
   if (kind == kReleased) awaiting_release = false;

@@ -95,7 +95,7 @@ class Server {
       for (;;) {
         Command c;
         c.client = client;
-        c.wire = receive(io_.node, client, kCommand, parallel::Patience::kLong);  // as long as a compute phase
+        c.wire = receive(io_.node, client, kCommand);
         c.op = static_cast<Op>(c.wire.i64());
         c.key = c.wire.i64();
         if (c.op == kStage || c.op == kFlush) stage(c);

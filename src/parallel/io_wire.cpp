@@ -121,9 +121,9 @@ void send(MPI_Comm comm, int dest, int tag, const Wire& w) {
   wait(request);
 }
 
-Wire receive(MPI_Comm comm, int source, int tag, Patience patience) {
+Wire receive(MPI_Comm comm, int source, int tag) {
   MPI_Status status;
-  MPI_Message message = probe(comm, source, tag, status, patience);
+  MPI_Message message = probe(comm, source, tag, status, Patience::kLong);
   int n = 0;
   MPI_Get_count(&status, MPI_BYTE, &n);
   std::vector<std::byte> bytes(static_cast<size_t>(n));

@@ -16,7 +16,6 @@
 #include "hzio/dataset.hpp"
 #include "hzio/parallel.hpp"
 #include "hzio/status.hpp"
-#include "parallel/mpi_util.hpp"
 
 namespace hzio::parallel::io_wire {
 
@@ -132,9 +131,10 @@ Shape get_shape(Wire& w);
 
 // Local. Sends `w` to `dest` and waits until it has left (parallel::wait).
 void send(MPI_Comm comm, int dest, int tag, const Wire& w);
-// Local. The next message from `source` with `tag`, waiting without spinning (parallel::probe, with
-// `patience`).
-Wire receive(MPI_Comm comm, int source, int tag, Patience patience = Patience::kShort);
+// Local. The next message from `source` with `tag`, waiting without spinning and with Patience::kLong
+// (parallel::probe): a compute rank's wait for a reply lasts as long as its I/O rank's write of a timestep,
+// an I/O rank's wait for a command as long as a compute phase.
+Wire receive(MPI_Comm comm, int source, int tag);
 // Local. Whether a message from `source` with `tag` has arrived.
 bool has_message(MPI_Comm comm, int source, int tag);
 

@@ -11,25 +11,33 @@ namespace hzio::parallel {
 
 namespace {
 
+// The longest sleep between two tests of a wait: short, because a rank's own large messages move only
+// while it tests MPI; a rank that slept longer between tests slowed every exchange of a collective write.
+constexpr long kShortSleepCapNs = 100'000;
+// Patience::kLong: past kShortSleepCapNs a sleep may last this fraction of the time already waited (so the
+// wait ends at most that fraction late), up to kLongSleepCapNs. Chosen so that a compute rank waiting in
+// close() for its I/O rank takes little CPU time from the I/O rank's threads (bench/README.md,
+// first_write_bench.py, "Longer sleeps in the I/O ranks' long waits").
+constexpr long kLongSleepDivisor = 100;
+constexpr long kLongSleepCapNs = 2'000'000;
+
 // Calls done() until it returns true: 16 times at once (short operations finish without sleeping), then
-// between sleeps growing to 100 microseconds; with Patience::kLong, past that to a hundredth of the time
-// already waited, at most 2 ms (mpi_util.hpp).
+// between sleeps doubling up to kShortSleepCapNs, or with Patience::kLong up to the longer cap above.
 template <class Done>
 void poll(Done done, Patience patience = Patience::kShort) {
-  constexpr long kShortCapNs = 100'000, kLongCapNs = 2'000'000;
   long sleep_ns = 1000;
   timespec start{};
   for (int polls = 0; !done(); ++polls) {
     if (polls < 16) continue;
-    if (polls == 16) clock_gettime(CLOCK_MONOTONIC, &start);
+    if (polls == 16 && patience == Patience::kLong) clock_gettime(CLOCK_MONOTONIC, &start);
     const timespec pause{0, sleep_ns};
     nanosleep(&pause, nullptr);
-    long cap = kShortCapNs;
+    long cap = kShortSleepCapNs;
     if (patience == Patience::kLong) {
       timespec now{};
       clock_gettime(CLOCK_MONOTONIC, &now);
       const long waited_ns = (now.tv_sec - start.tv_sec) * 1'000'000'000L + (now.tv_nsec - start.tv_nsec);
-      cap = std::clamp(waited_ns / 100, kShortCapNs, kLongCapNs);
+      cap = std::clamp(waited_ns / kLongSleepDivisor, kShortSleepCapNs, kLongSleepCapNs);
     }
     sleep_ns = std::min(sleep_ns * 2, cap);
   }

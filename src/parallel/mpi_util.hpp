@@ -28,13 +28,12 @@ void allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op o
 // Collective. Concatenates every rank's values, in rank order; `counts` receives each rank's count.
 std::vector<int64_t> allgather_int64(MPI_Comm comm, const std::vector<int64_t>& mine, std::vector<int>& counts);
 
-// How a wait sleeps between its tests. kShort: as wait() does, sleeps of at most 100 microseconds, since
-// this rank's own transfers (the copies of its large messages) move only while it tests. kLong: for waits on
-// a small message that may be long in coming while this rank moves no data through MPI (a compute rank
-// waiting for its I/O rank to make a timestep durable, an I/O rank waiting for its next command): past
-// 100 microseconds the sleeps grow to a hundredth of the time already waited, at most 2 ms, so that such a
-// wait wakes a few hundred times a second instead of ten thousand (each wake-up costs CPU time that the
-// working ranks on the same cores lack) and ends at most about 1 % late.
+// How a wait sleeps between its tests. kShort: as wait() does, short sleeps, since this rank's own transfers
+// (the copies of its large messages) move only while it tests. kLong: for waits on a small message that may
+// be long in coming while this rank moves no data through MPI (a compute rank waiting for its I/O rank to
+// make a timestep durable, an I/O rank waiting for its next command): the sleeps then grow with the time
+// already waited, so that such a wait wakes far less often (each wake-up costs CPU time that the working
+// ranks on the same cores lack) and ends late by a small fraction of its length (mpi_util.cpp).
 enum class Patience { kShort, kLong };
 
 // Local. Waits (as wait() does, or with `patience`) for a message with `tag` from `source` of `comm`
